@@ -1,0 +1,67 @@
+#include "luong/data_pipeline/dataset.h"
+
+#include <algorithm>
+#include <set>
+
+#include "luong/data_pipeline/python_random.h"
+#include "luong/data_pipeline/tokenizer.h"
+#include "luong/data_pipeline/vocabulary.h"
+#include "luong/data_pipeline/word_tokenizer.h"
+#include "luong/util/error.h"
+
+namespace luong::data {
+
+DataSplits split_corpus(const std::vector<SentencePair>& pairs, const DatasetOptions& options) {
+  const WordTokenizer words;
+  DataSplits splits;
+  splits.read = pairs.size();
+  std::vector<FilteredPair> kept;
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const auto& pair : pairs) {
+    const std::size_t source_length = words.encode(pair.source).size();
+    const std::size_t target_length = words.encode(pair.target).size();
+    if (source_length == 0 || target_length == 0) continue;
+    if (source_length > options.max_len || target_length > options.max_len) continue;
+    if (options.deduplicate && !seen.emplace(pair.source, pair.target).second) continue;
+    kept.push_back({pair.source, pair.target, pair.line});
+  }
+  splits.filtered = kept.size();
+  if (kept.empty()) {
+    throw DataError("no sentence pair has between 1 and " + std::to_string(options.max_len) +
+                    " tokens on both sides (of " + std::to_string(pairs.size()) + " read); raise --max-len");
+  }
+  PythonRandom(options.seed).shuffle(kept);
+
+  const auto take = [&](std::size_t& begin, std::size_t count) {
+    const std::size_t end = std::min(kept.size(), begin + count);
+    std::vector<FilteredPair> part(kept.begin() + static_cast<std::ptrdiff_t>(begin),
+                                   kept.begin() + static_cast<std::ptrdiff_t>(end));
+    begin = end;
+    return part;
+  };
+  std::size_t cursor = 0;
+  splits.train = take(cursor, options.train_size);
+  splits.test = take(cursor, options.test_size);
+  splits.dev = take(cursor, options.dev_size);
+  return splits;
+}
+
+std::vector<std::int64_t> encode_source(const std::vector<std::string>& tokens, const Vocabulary& vocabulary) {
+  std::vector<std::int64_t> ids = vocabulary.encode(tokens);
+  ids.push_back(Vocabulary::kEos);
+  return ids;
+}
+
+std::vector<EncodedPair> encode_pairs(const std::vector<FilteredPair>& pairs, const Tokenizer& source_tokenizer,
+                                      const Tokenizer& target_tokenizer, const Vocabulary& source_vocabulary,
+                                      const Vocabulary& target_vocabulary) {
+  std::vector<EncodedPair> encoded;
+  encoded.reserve(pairs.size());
+  for (const auto& pair : pairs) {
+    encoded.push_back({encode_source(source_tokenizer.encode(pair.source), source_vocabulary),
+                       target_vocabulary.encode(target_tokenizer.encode(pair.target)), pair.line});
+  }
+  return encoded;
+}
+
+}  // namespace luong::data

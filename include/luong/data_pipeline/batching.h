@@ -1,0 +1,40 @@
+#pragma once
+// Padded tensor batches, as the notebook's train_loader yields them.
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "luong/data_pipeline/dataset.h"
+
+namespace luong::data {
+
+/// One batch. B = sentences, S = longest source (with <eos>), T = longest target + 1.
+struct Batch {
+  torch::Tensor src;          ///< [B, S] int64, padded with <pad>=0, each row ending in <eos>
+  torch::Tensor dec_in;       ///< [B, T] int64: <sos> + target
+  torch::Tensor dec_tgt;      ///< [B, T] int64: target + <eos>
+  torch::Tensor src_lengths;  ///< [B] int64, on the CPU (pack_padded_sequence wants it there)
+  std::vector<std::size_t> lines;  ///< corpus line of each row
+  std::int64_t target_tokens = 0;  ///< non-padding entries of dec_tgt
+
+  Batch to(const torch::Device& device) const;
+};
+
+struct BatchingOptions {
+  /// Sentences per batch, or (with by_tokens) the most target tokens per batch.
+  std::int64_t batch_size = 32;
+  bool by_tokens = false;
+  /// Sort by length within windows of 50 batches, so padding is small; batch order is still shuffled.
+  bool bucket = false;
+  /// Shuffle the pairs (and batches) with this seed; keep corpus order when false.
+  bool shuffle = false;
+  std::uint64_t seed = 0;
+};
+
+Batch make_batch(const std::vector<const EncodedPair*>& rows);
+
+/// Splits `pairs` into batches (the last may be smaller). Deterministic for a given seed.
+std::vector<Batch> make_batches(const std::vector<EncodedPair>& pairs, const BatchingOptions& options);
+
+}  // namespace luong::data

@@ -1,0 +1,44 @@
+#pragma once
+// Parallel-corpus readers: Tatoeba/Anki TSV and OPUS-100 (Moses) line-aligned files.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace luong::data {
+
+/// One sentence pair; `line` is the 1-based line number in the source file(s), kept so that
+/// errors and NaN reports can point at the data.
+struct SentencePair {
+  std::string source;
+  std::string target;
+  std::size_t line = 0;
+};
+
+enum class CorpusFormat { kTsv, kOpus };
+
+struct CorpusSpec {
+  /// A TSV file, or for OPUS a directory holding `*.en`/`*.ar` files or the path prefix before
+  /// `.en`/`.ar` (e.g. `data/opus.ar-en-train`).
+  std::string path;
+  CorpusFormat format = CorpusFormat::kTsv;
+  /// false: English -> Arabic (the notebook's direction); true: Arabic -> English.
+  bool reverse = false;
+};
+
+CorpusFormat parse_corpus_format(const std::string& name);
+
+/// `english<TAB>arabic[<TAB>attribution...]` per line; blank lines are skipped, CR-LF accepted.
+/// Throws DataError naming file and line for a missing file, a line without a tab, an empty
+/// side or invalid UTF-8.
+std::vector<SentencePair> read_tsv(const std::string& path, bool reverse = false);
+
+/// Two line-aligned files. Throws DataError on a missing file, different line counts or
+/// invalid UTF-8.
+std::vector<SentencePair> read_opus(const std::string& english_path, const std::string& arabic_path,
+                                    bool reverse = false);
+
+/// Dispatches on spec.format, resolving OPUS directories and prefixes. Throws DataError when
+/// nothing usable is found or the corpus is empty.
+std::vector<SentencePair> read_corpus(const CorpusSpec& spec);
+
+}  // namespace luong::data

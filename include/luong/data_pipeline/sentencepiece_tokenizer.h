@@ -1,0 +1,42 @@
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "luong/data_pipeline/tokenizer.h"
+
+namespace luong::data {
+
+struct SentencePieceTrainOptions {
+  int vocab_size = 4000;
+  /// "unigram" or "bpe".
+  std::string model_type = "unigram";
+  double character_coverage = 1.0;
+  int seed_sentencepiece_size = 100000;
+};
+
+/// Subword tokenisation with sentencepiece, trained with its C++ trainer on the training split.
+/// Every sentencepiece status is checked; failures become luong::DataError. sentencepiece runs inside
+/// libluong_sentencepiece.so, loaded on first use (see sentencepiece_shim.h for why); it is looked for
+/// in $LUONG_SENTENCEPIECE_SHIM, beside the executable, in ../lib, and in the install directory.
+class SentencePieceTokenizer final : public Tokenizer {
+ public:
+  /// Loads a trained `.model` file.
+  explicit SentencePieceTokenizer(const std::string& model_path);
+  ~SentencePieceTokenizer() override;
+
+  /// Trains on `sentences` and writes `<model_prefix>.model` (and `.vocab`). The vocabulary size is
+  /// a soft limit so that small corpora still train.
+  static void train(const std::vector<std::string>& sentences, const std::string& model_prefix,
+                    const SentencePieceTrainOptions& options);
+
+  std::vector<std::string> encode(std::string_view text) const override;
+  std::string decode(const std::vector<std::string>& tokens) const override;
+  std::string kind() const override { return "spm"; }
+
+ private:
+  void* processor_ = nullptr;
+  std::string model_path_;
+};
+
+}  // namespace luong::data

@@ -1,0 +1,47 @@
+#pragma once
+// Luong et al. (2015), section 3.1: the three content-based alignment scores.
+//   dot:     score(h_t, h_s) = h_t . h_s            (optionally / sqrt(H), the notebook's fix)
+//   general: score(h_t, h_s) = h_t . (W_a h_s)      (optionally / sqrt(H))
+//   concat:  score(h_t, h_s) = v_a . tanh(W_a [h_t; h_s])
+#include <torch/torch.h>
+
+#include <string>
+
+namespace luong::models {
+
+enum class ScoreKind { kDot, kGeneral, kConcat };
+
+/// "dot", "general" or "concat"; throws luong::Error otherwise.
+ScoreKind parse_score_kind(const std::string& name);
+std::string to_string(ScoreKind kind);
+
+struct AlignmentScoreOptions {
+  explicit AlignmentScoreOptions(int64_t hidden_size) : hidden_size_(hidden_size) {}
+  /// H: size of the decoder query and the encoder states.
+  TORCH_ARG(int64_t, hidden_size);
+  /// Which score; dot has no parameters.
+  TORCH_ARG(ScoreKind, kind) = ScoreKind::kDot;
+  /// Divide dot/general scores by sqrt(H) (the notebook scales; the paper does not).
+  TORCH_ARG(bool, scale) = true;
+};
+
+class AlignmentScoreImpl : public torch::nn::Cloneable<AlignmentScoreImpl> {
+ public:
+  explicit AlignmentScoreImpl(const AlignmentScoreOptions& options);
+  void reset() override;
+
+  /// The query-independent half of the score, computed once per batch.
+  /// encoder_outputs [B, S, H] -> keys [B, S, H] (h_s for dot, W_a h_s for general, W_a[:, H:] h_s
+  /// for concat).
+  torch::Tensor prepare_keys(const torch::Tensor& encoder_outputs);
+
+  /// keys [B, S, H] (from prepare_keys), query h_t [B, H] -> scores [B, S].
+  torch::Tensor forward(const torch::Tensor& keys, const torch::Tensor& query);
+
+  AlignmentScoreOptions options;
+  torch::nn::Linear Wa{nullptr};  ///< general: [H, H]; concat: [H, 2H] over [h_t; h_s]. No bias.
+  torch::nn::Linear va{nullptr};  ///< concat only: [1, H], no bias.
+};
+TORCH_MODULE(AlignmentScore);
+
+}  // namespace luong::models

@@ -1,0 +1,70 @@
+#pragma once
+// Encoder + attention decoder, as the notebook trains them, with a masked token-level loss.
+#include <torch/torch.h>
+
+#include <memory>
+
+#include "luong/models/decoder_interface.h"
+#include "luong/models/encoder.h"
+
+namespace luong::models {
+
+struct Seq2SeqOptions {
+  Seq2SeqOptions(int64_t source_vocab_size, int64_t target_vocab_size)
+      : source_vocab_size_(source_vocab_size), target_vocab_size_(target_vocab_size) {}
+  TORCH_ARG(int64_t, source_vocab_size);
+  TORCH_ARG(int64_t, target_vocab_size);
+  /// Decoder embedding size (the notebook: 28); the encoder embeds at hidden_size.
+  TORCH_ARG(int64_t, embed_size) = 28;
+  TORCH_ARG(int64_t, hidden_size) = 64;
+  TORCH_ARG(int64_t, layers) = 1;
+  TORCH_ARG(double, dropout) = 0.0;
+  TORCH_ARG(bool, bidirectional) = false;
+  TORCH_ARG(DecoderKind, decoder) = DecoderKind::kLuong;
+  TORCH_ARG(AttentionConfig, attention) = AttentionConfig{};
+};
+
+/// The encoder's result in the form every decoding loop starts from.
+struct EncodedSource {
+  AttentionMemory memory;
+  DecoderState state;
+};
+
+struct Seq2SeqOutput {
+  torch::Tensor logits;     ///< [B, T, V]
+  torch::Tensor attention;  ///< [B, T, S]
+};
+
+struct LossOutput {
+  torch::Tensor loss;       ///< scalar: cross-entropy averaged over non-padding target tokens
+  torch::Tensor sum;        ///< scalar: summed cross-entropy
+  int64_t tokens = 0;       ///< non-padding target tokens
+};
+
+class Seq2SeqImpl : public torch::nn::Module {
+ public:
+  explicit Seq2SeqImpl(const Seq2SeqOptions& options);
+
+  /// src [B, S], src_lengths [B] -> attention memory and the decoder's initial state.
+  EncodedSource encode(const torch::Tensor& src, const torch::Tensor& src_lengths);
+
+  /// Teacher forcing: dec_in [B, T] (<sos> + target) -> decoder features [B, T, H] and attention
+  /// weights [B, T, S], running decoder->step once per position.
+  std::pair<torch::Tensor, torch::Tensor> decode_teacher_forced(const EncodedSource& encoded,
+                                                                const torch::Tensor& dec_in);
+
+  /// src [B, S], src_lengths [B], dec_in [B, T] -> logits [B, T, V], attention [B, T, S].
+  Seq2SeqOutput forward(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in);
+
+  /// Cross-entropy over the non-padding entries of dec_tgt [B, T]; the vocabulary projection runs
+  /// only on those positions.
+  LossOutput loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
+                  const torch::Tensor& dec_tgt);
+
+  Seq2SeqOptions options;
+  Encoder encoder{nullptr};
+  std::shared_ptr<DecoderInterface> decoder;
+};
+TORCH_MODULE(Seq2Seq);
+
+}  // namespace luong::models

@@ -1,0 +1,33 @@
+#pragma once
+// PyTorch state_dict files: written in torch.save's zip format (Python's torch.load reads them) and
+// read from files written by Python's torch.save(model.state_dict()) or by luong itself.
+#include <torch/torch.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace luong::models {
+
+/// Name -> tensor in module order, names dotted as in Python (`decoder.gru.weight_ih_l0`).
+using StateDict = std::vector<std::pair<std::string, torch::Tensor>>;
+
+/// The module's parameters and buffers, on the CPU.
+StateDict state_dict(const torch::nn::Module& module);
+
+/// torch.save-compatible bytes of `dict` (a plain dict of CPU tensors).
+std::vector<char> serialize_state_dict(const StateDict& dict);
+/// Writes `dict` atomically (temporary file + rename).
+void save_state_dict(const StateDict& dict, const std::string& path);
+
+/// Parses torch.save zip bytes holding a dict / OrderedDict of tensors (including the
+/// `_metadata` attribute Python attaches). Throws luong::CheckpointError naming `origin` when the
+/// data is truncated, corrupt or holds something else.
+StateDict parse_state_dict(const std::vector<char>& bytes, const std::string& origin);
+StateDict read_state_dict(const std::string& path);
+
+/// Copies `dict` into `module`. Strict: missing, unexpected and mis-shaped keys are all listed in
+/// one luong::CheckpointError, and nothing is modified unless every key matches.
+void load_state_dict(torch::nn::Module& module, const StateDict& dict, const std::string& origin);
+
+}  // namespace luong::models

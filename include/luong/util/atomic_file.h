@@ -1,0 +1,19 @@
+#pragma once
+// Crash-safe file writes: a temporary file beside the target, flushed, then renamed over it.
+#include <functional>
+#include <iosfwd>
+#include <string>
+
+namespace luong {
+
+/// Calls `write` with a stream on `<path>.tmp.<pid>`, fsyncs it and renames it to `path`. On any
+/// failure the temporary file is removed, the old `path` is untouched and luong::Error is thrown.
+void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
+
+/// Moves a finished temporary file into place with fsync + rename (for writers that need a path).
+void commit_file(const std::string& temporary_path, const std::string& path);
+
+/// A unique temporary name beside `path`.
+std::string temporary_path_for(const std::string& path);
+
+}  // namespace luong

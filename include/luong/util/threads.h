@@ -1,0 +1,14 @@
+#pragma once
+// Deliberate thread-pool settings: LibTorch's intra-op pool gets the cores, BLAS gets one thread.
+
+namespace luong {
+
+/// Sets LibTorch's intra-op threads to `threads` (0 = the cores this process may run on), its
+/// inter-op pool to 1, and OpenBLAS/MKL's own pools to 1 whichever of them is loaded: left alone
+/// they oversubscribe a small machine and run 2-4x slower. Returns the intra-op thread count.
+int configure_threads(int threads);
+
+/// Cores available to this process (its CPU affinity mask), at least 1.
+int available_cores();
+
+}  // namespace luong

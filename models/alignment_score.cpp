@@ -1,0 +1,58 @@
+#include "luong/models/alignment_score.h"
+
+#include <cmath>
+
+#include "luong/util/error.h"
+
+namespace luong::models {
+
+ScoreKind parse_score_kind(const std::string& name) {
+  if (name == "dot") return ScoreKind::kDot;
+  if (name == "general") return ScoreKind::kGeneral;
+  if (name == "concat") return ScoreKind::kConcat;
+  throw Error("unknown score '" + name + "' (expected dot, general or concat)");
+}
+
+std::string to_string(ScoreKind kind) {
+  switch (kind) {
+    case ScoreKind::kDot: return "dot";
+    case ScoreKind::kGeneral: return "general";
+    case ScoreKind::kConcat: return "concat";
+  }
+  return "?";
+}
+
+AlignmentScoreImpl::AlignmentScoreImpl(const AlignmentScoreOptions& options_) : options(options_) { reset(); }
+
+void AlignmentScoreImpl::reset() {
+  const int64_t h = options.hidden_size();
+  if (options.kind() == ScoreKind::kGeneral) {
+    Wa = register_module("Wa", torch::nn::Linear(torch::nn::LinearOptions(h, h).bias(false)));
+  } else if (options.kind() == ScoreKind::kConcat) {
+    Wa = register_module("Wa", torch::nn::Linear(torch::nn::LinearOptions(2 * h, h).bias(false)));
+    va = register_module("va", torch::nn::Linear(torch::nn::LinearOptions(h, 1).bias(false)));
+  }
+}
+
+torch::Tensor AlignmentScoreImpl::prepare_keys(const torch::Tensor& encoder_outputs) {
+  const int64_t h = options.hidden_size();
+  switch (options.kind()) {
+    case ScoreKind::kDot: return encoder_outputs;
+    case ScoreKind::kGeneral: return Wa(encoder_outputs);
+    case ScoreKind::kConcat: return torch::matmul(encoder_outputs, Wa->weight.narrow(1, h, h).t());
+  }
+  return encoder_outputs;
+}
+
+torch::Tensor AlignmentScoreImpl::forward(const torch::Tensor& keys, const torch::Tensor& query) {
+  if (options.kind() == ScoreKind::kConcat) {
+    const int64_t h = options.hidden_size();
+    const torch::Tensor query_part = torch::matmul(query, Wa->weight.narrow(1, 0, h).t());  // [B, H]
+    return va(torch::tanh(keys + query_part.unsqueeze(1))).squeeze(-1);                   // [B, S]
+  }
+  torch::Tensor scores = torch::bmm(keys, query.unsqueeze(2)).squeeze(2);  // [B, S]
+  if (options.scale()) scores = scores / std::sqrt(static_cast<double>(options.hidden_size()));
+  return scores;
+}
+
+}  // namespace luong::models

@@ -1,0 +1,294 @@
+#include "luong/cloze/cloze_head.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "luong/cloze/numpy_random.h"
+
+namespace luong::cloze {
+
+// ---- layer pairs -------------------------------------------------------------------------------
+
+void embedding_forward(double* X, const double* E, const int* idx, int n, int d) {
+  for (int i = 0; i < n; ++i) std::memcpy(X + i * d, E + static_cast<std::size_t>(idx[i]) * d, sizeof(double) * d);
+}
+
+void embedding_backward(double* dE, const double* dX, const int* idx, int n, int d) {
+  for (int i = 0; i < n; ++i) {
+    double* row = dE + static_cast<std::size_t>(idx[i]) * d;
+    const double* g = dX + i * d;
+    for (int j = 0; j < d; ++j) row[j] += g[j];
+  }
+}
+
+void matmul_forward(double* out, const double* a, const double* b, int n, int k, int m) {
+  // i-k-j order: the inner loop runs along contiguous rows of b and out, so it vectorises.
+  for (int i = 0; i < n; ++i) {
+    double* o = out + i * m;
+    std::fill(o, o + m, 0.0);
+    for (int kk = 0; kk < k; ++kk) {
+      const double aik = a[i * k + kk];
+      const double* brow = b + kk * m;
+      for (int j = 0; j < m; ++j) o[j] += aik * brow[j];
+    }
+  }
+}
+
+void matmul_backward(double* da, double* db, const double* dout, const double* a, const double* b_t, int n, int k,
+                     int m) {
+  if (da != nullptr) {
+    // da[i, :] += sum_j dout[i, j] * b^T[j, :]
+    for (int i = 0; i < n; ++i) {
+      double* row = da + i * k;
+      for (int j = 0; j < m; ++j) {
+        const double g = dout[i * m + j];
+        const double* bt = b_t + j * k;
+        for (int kk = 0; kk < k; ++kk) row[kk] += g * bt[kk];
+      }
+    }
+  }
+  if (db != nullptr) {
+    // db[kk, :] += sum_i a[i, kk] * dout[i, :]
+    for (int i = 0; i < n; ++i) {
+      const double* g = dout + i * m;
+      for (int kk = 0; kk < k; ++kk) {
+        const double aik = a[i * k + kk];
+        double* row = db + kk * m;
+        for (int j = 0; j < m; ++j) row[j] += aik * g[j];
+      }
+    }
+  }
+}
+
+void softmax_rows_forward(double* P, const double* S, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    const double* s = S + r * cols;
+    double* p = P + r * cols;
+    const double top = *std::max_element(s, s + cols);
+    double sum = 0.0;
+    for (int c = 0; c < cols; ++c) {
+      p[c] = std::exp(s[c] - top);
+      sum += p[c];
+    }
+    const double inv = 1.0 / sum;
+    for (int c = 0; c < cols; ++c) p[c] *= inv;
+  }
+}
+
+void softmax_rows_backward(double* dS, const double* dP, const double* P, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    const double* p = P + r * cols;
+    const double* g = dP + r * cols;
+    double dot = 0.0;
+    for (int c = 0; c < cols; ++c) dot += g[c] * p[c];
+    double* out = dS + r * cols;
+    for (int c = 0; c < cols; ++c) out[c] += p[c] * (g[c] - dot);
+  }
+}
+
+void attention_scores_forward(double* S, const double* Q, const double* K, int n, int dk) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dk));
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double dot = 0.0;
+      for (int c = 0; c < dk; ++c) dot += Q[i * dk + c] * K[j * dk + c];
+      S[i * n + j] = i == j ? -1e9 : dot * scale;
+    }
+  }
+}
+
+void attention_scores_backward(double* dQ, double* dK, const double* dS, const double* Q, const double* K, int n,
+                               int dk) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dk));
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;  // the masked score was a constant
+      const double g = dS[i * n + j] * scale;
+      for (int c = 0; c < dk; ++c) {
+        dQ[i * dk + c] += g * K[j * dk + c];
+        dK[j * dk + c] += g * Q[i * dk + c];
+      }
+    }
+  }
+}
+
+double cross_entropy_forward(const double* P, const int* targets, int n, int vocab) {
+  double loss = 0.0;
+  for (int i = 0; i < n; ++i) loss -= std::log(P[i * vocab + targets[i]] + 1e-12);
+  return loss;
+}
+
+void cross_entropy_backward(double* dscores, const double* P, const int* targets, int n, int vocab) {
+  for (int i = 0; i < n; ++i) {
+    for (int c = 0; c < vocab; ++c) dscores[i * vocab + c] += P[i * vocab + c];
+    dscores[i * vocab + targets[i]] -= 1.0;
+  }
+}
+
+// ---- the model ---------------------------------------------------------------------------------
+
+ClozeParameters::ClozeParameters(const ClozeDims& dims_)
+    : dims(dims_),
+      data(static_cast<std::size_t>(dims.vocab) * dims.d + 2 * static_cast<std::size_t>(dims.d) * dims.dk +
+               static_cast<std::size_t>(dims.d) * dims.dv + static_cast<std::size_t>(dims.dv) * dims.vocab,
+           0.0) {}
+
+ClozeParameters::Slice ClozeParameters::slice(int which) const {
+  const ClozeDims& m = dims;
+  const Slice slices[5] = {{0, m.vocab, m.d},
+                           {static_cast<std::size_t>(W_Q() - E()), m.d, m.dk},
+                           {static_cast<std::size_t>(W_K() - E()), m.d, m.dk},
+                           {static_cast<std::size_t>(W_V() - E()), m.d, m.dv},
+                           {static_cast<std::size_t>(W_O() - E()), m.dv, m.vocab}};
+  return slices[which];
+}
+
+namespace {
+std::vector<double> transpose(const double* a, int rows, int cols) {
+  std::vector<double> t(static_cast<std::size_t>(rows) * cols);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) t[static_cast<std::size_t>(c) * rows + r] = a[r * cols + c];
+  }
+  return t;
+}
+}  // namespace
+
+void ClozeTransposes::update(const ClozeParameters& p) {
+  const ClozeDims& m = p.dims;
+  W_Q_t = transpose(p.W_Q(), m.d, m.dk);
+  W_K_t = transpose(p.W_K(), m.d, m.dk);
+  W_V_t = transpose(p.W_V(), m.d, m.dv);
+  W_O_t = transpose(p.W_O(), m.dv, m.vocab);
+}
+
+ClozeWorkspace::ClozeWorkspace(const ClozeDims& m, int t) {
+  const auto n = static_cast<std::size_t>(t);
+  for (auto* buffer : {&X, &dX}) buffer->assign(n * m.d, 0.0);
+  for (auto* buffer : {&Q, &K, &dQ, &dK}) buffer->assign(n * m.dk, 0.0);
+  for (auto* buffer : {&V, &V_t, &Z, &dV, &dZ}) buffer->assign(n * m.dv, 0.0);
+  for (auto* buffer : {&S, &A, &dS, &dA}) buffer->assign(n * n, 0.0);
+  for (auto* buffer : {&scores, &P, &dscores}) buffer->assign(n * m.vocab, 0.0);
+}
+
+double cloze_forward_backward(const ClozeParameters& params, const ClozeTransposes& t, const int* idx, int n,
+                              ClozeParameters& grads, ClozeWorkspace& ws) {
+  const ClozeDims& m = params.dims;
+  // forward
+  embedding_forward(ws.X.data(), params.E(), idx, n, m.d);                    // X (n, d)
+  matmul_forward(ws.Q.data(), ws.X.data(), params.W_Q(), n, m.d, m.dk);       // Q (n, dk)
+  matmul_forward(ws.K.data(), ws.X.data(), params.W_K(), n, m.d, m.dk);       // K (n, dk)
+  matmul_forward(ws.V.data(), ws.X.data(), params.W_V(), n, m.d, m.dv);       // V (n, dv)
+  attention_scores_forward(ws.S.data(), ws.Q.data(), ws.K.data(), n, m.dk);   // S (n, n)
+  softmax_rows_forward(ws.A.data(), ws.S.data(), n, n);                       // A (n, n)
+  matmul_forward(ws.Z.data(), ws.A.data(), ws.V.data(), n, n, m.dv);          // Z (n, dv)
+  matmul_forward(ws.scores.data(), ws.Z.data(), params.W_O(), n, m.dv, m.vocab);  // scores (n, vocab)
+  softmax_rows_forward(ws.P.data(), ws.scores.data(), n, m.vocab);            // P (n, vocab)
+  const double loss = cross_entropy_forward(ws.P.data(), idx, n, m.vocab);
+
+  // backward, in reverse; workspace gradients are zeroed, parameter gradients accumulate
+  const auto zero = [n](std::vector<double>& v, int cols) { std::fill_n(v.begin(), static_cast<std::size_t>(n) * cols, 0.0); };
+  zero(ws.dscores, m.vocab);
+  zero(ws.dZ, m.dv);
+  zero(ws.dA, n);
+  zero(ws.dV, m.dv);
+  zero(ws.dS, n);
+  zero(ws.dQ, m.dk);
+  zero(ws.dK, m.dk);
+  zero(ws.dX, m.d);
+  for (int i = 0; i < n; ++i) {
+    for (int c = 0; c < m.dv; ++c) ws.V_t[static_cast<std::size_t>(c) * n + i] = ws.V[static_cast<std::size_t>(i) * m.dv + c];
+  }
+  cross_entropy_backward(ws.dscores.data(), ws.P.data(), idx, n, m.vocab);
+  matmul_backward(ws.dZ.data(), grads.W_O(), ws.dscores.data(), ws.Z.data(), t.W_O_t.data(), n, m.dv, m.vocab);
+  matmul_backward(ws.dA.data(), ws.dV.data(), ws.dZ.data(), ws.A.data(), ws.V_t.data(), n, n, m.dv);  // Z = A V
+  softmax_rows_backward(ws.dS.data(), ws.dA.data(), ws.A.data(), n, n);
+  attention_scores_backward(ws.dQ.data(), ws.dK.data(), ws.dS.data(), ws.Q.data(), ws.K.data(), n, m.dk);
+  matmul_backward(ws.dX.data(), grads.W_Q(), ws.dQ.data(), ws.X.data(), t.W_Q_t.data(), n, m.d, m.dk);
+  matmul_backward(ws.dX.data(), grads.W_K(), ws.dK.data(), ws.X.data(), t.W_K_t.data(), n, m.d, m.dk);
+  matmul_backward(ws.dX.data(), grads.W_V(), ws.dV.data(), ws.X.data(), t.W_V_t.data(), n, m.d, m.dv);
+  embedding_backward(grads.E(), ws.dX.data(), idx, n, m.d);
+  return loss;
+}
+
+std::vector<double> cloze_attention(const ClozeParameters& params, const int* idx, int n) {
+  const ClozeDims& m = params.dims;
+  ClozeWorkspace ws(m, n);
+  embedding_forward(ws.X.data(), params.E(), idx, n, m.d);
+  matmul_forward(ws.Q.data(), ws.X.data(), params.W_Q(), n, m.d, m.dk);
+  matmul_forward(ws.K.data(), ws.X.data(), params.W_K(), n, m.d, m.dk);
+  attention_scores_forward(ws.S.data(), ws.Q.data(), ws.K.data(), n, m.dk);
+  softmax_rows_forward(ws.A.data(), ws.S.data(), n, n);
+  return std::vector<double>(ws.A.begin(), ws.A.begin() + static_cast<std::ptrdiff_t>(n) * n);
+}
+
+void init_numpy(ClozeParameters& params, unsigned seed) {
+  NumpyRandom rng(seed);
+  for (double& value : params.data) value = 0.1 * rng.gauss();  // E, W_Q, W_K, W_V, W_O are contiguous in draw order
+}
+
+void adam_update(ClozeParameters& params, const ClozeParameters& grads, std::vector<double>& m, std::vector<double>& v,
+                 int step, double grad_scale, const AdamOptions& o) {
+  const double correction1 = 1.0 - std::pow(o.beta1, step);
+  const double correction2 = 1.0 - std::pow(o.beta2, step);
+  double* p = params.data.data();
+  const double* gr = grads.data.data();
+  const std::size_t size = params.data.size();
+  for (std::size_t i = 0; i < size; ++i) {
+    const double g = gr[i] * grad_scale;
+    m[i] = o.beta1 * m[i] + (1 - o.beta1) * g;
+    v[i] = o.beta2 * v[i] + (1 - o.beta2) * (g * g);
+    const double mhat = m[i] / correction1;
+    const double vhat = v[i] / correction2;
+    p[i] -= o.lr * mhat / (std::sqrt(vhat) + o.eps);
+  }
+}
+
+ClozeTrainResult train_cloze(ClozeParameters& params, const std::vector<std::vector<int>>& sentences, int updates,
+                             int threads, const AdamOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const int count = static_cast<int>(sentences.size());
+  int longest = 1;
+  int total_tokens = 0;
+  for (const auto& s : sentences) {
+    longest = std::max(longest, static_cast<int>(s.size()));
+    total_tokens += static_cast<int>(s.size());
+  }
+  std::vector<ClozeParameters> sentence_grads(static_cast<std::size_t>(count), ClozeParameters(params.dims));
+  std::vector<double> sentence_loss(static_cast<std::size_t>(count), 0.0);
+  std::vector<ClozeWorkspace> workspaces(static_cast<std::size_t>(std::max(1, threads)), ClozeWorkspace(params.dims, longest));
+  ClozeParameters grads(params.dims);
+  std::vector<double> m(params.data.size(), 0.0), v(params.data.size(), 0.0);
+  ClozeTransposes transposes;
+  ClozeTrainResult result;
+
+  for (int update = 1; update <= updates; ++update) {
+    transposes.update(params);
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int s = 0; s < count; ++s) {
+      ClozeParameters& g = sentence_grads[static_cast<std::size_t>(s)];
+      std::fill(g.data.begin(), g.data.end(), 0.0);
+      const auto& ids = sentences[static_cast<std::size_t>(s)];
+      sentence_loss[static_cast<std::size_t>(s)] = cloze_forward_backward(
+          params, transposes, ids.data(), static_cast<int>(ids.size()), g,
+          workspaces[static_cast<std::size_t>(omp_get_thread_num())]);
+    }
+    // Sum in sentence order, as the seed accumulates, whatever the thread count.
+    std::fill(grads.data.begin(), grads.data.end(), 0.0);
+    double total_loss = 0.0;
+    for (int s = 0; s < count; ++s) {
+      const double* g = sentence_grads[static_cast<std::size_t>(s)].data.data();
+      for (std::size_t i = 0; i < grads.data.size(); ++i) grads.data[i] += g[i];
+      total_loss += sentence_loss[static_cast<std::size_t>(s)];
+    }
+    adam_update(params, grads, m, v, update, 1.0 / count, options);
+    if (update == 1 || update % 20 == 0) result.loss_curve.emplace_back(update, total_loss / total_tokens);
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace luong::cloze

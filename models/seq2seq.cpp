@@ -1,0 +1,64 @@
+#include "luong/models/seq2seq.h"
+
+#include "luong/util/error.h"
+
+namespace luong::models {
+
+Seq2SeqImpl::Seq2SeqImpl(const Seq2SeqOptions& options_) : options(options_) {
+  if (options.hidden_size() <= 0 || options.embed_size() <= 0 || options.layers() <= 0) {
+    throw Error("hidden size, embedding size and layers must be positive");
+  }
+  encoder = register_module("encoder", Encoder(EncoderOptions(options.source_vocab_size(), options.hidden_size())
+                                                   .layers(options.layers())
+                                                   .dropout(options.dropout())
+                                                   .bidirectional(options.bidirectional())));
+  decoder = register_module(
+      "decoder", make_decoder(options.decoder(), DecoderOptions(options.target_vocab_size(), options.embed_size(),
+                                                                options.hidden_size())
+                                                     .layers(options.layers())
+                                                     .dropout(options.dropout())
+                                                     .attention(options.attention())));
+}
+
+EncodedSource Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_lengths) {
+  auto [outputs, hidden] = encoder(src, src_lengths);
+  return {decoder->attention().prepare(outputs, src_lengths), decoder->initial_state(hidden)};
+}
+
+std::pair<torch::Tensor, torch::Tensor> Seq2SeqImpl::decode_teacher_forced(const EncodedSource& encoded,
+                                                                           const torch::Tensor& dec_in) {
+  const int64_t steps = dec_in.size(1);
+  std::vector<torch::Tensor> features;
+  std::vector<torch::Tensor> weights;
+  features.reserve(static_cast<std::size_t>(steps));
+  weights.reserve(static_cast<std::size_t>(steps));
+  DecoderState state = encoded.state;
+  for (int64_t t = 0; t < steps; ++t) {
+    DecoderStep step = decoder->step(dec_in.select(1, t), state, encoded.memory, t);
+    features.push_back(step.features);
+    weights.push_back(step.weights);
+    state = std::move(step.state);
+  }
+  return {torch::stack(features, 1), torch::stack(weights, 1)};
+}
+
+Seq2SeqOutput Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& src_lengths,
+                                   const torch::Tensor& dec_in) {
+  auto [features, attention] = decode_teacher_forced(encode(src, src_lengths), dec_in);
+  return {decoder->project(features), attention};
+}
+
+LossOutput Seq2SeqImpl::loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
+                             const torch::Tensor& dec_tgt) {
+  auto [features, attention] = decode_teacher_forced(encode(src, src_lengths), dec_in);
+  const torch::Tensor real = dec_tgt.ne(0).reshape({-1});
+  const torch::Tensor rows = real.nonzero().squeeze(1);
+  const torch::Tensor selected = features.reshape({-1, features.size(-1)}).index_select(0, rows);  // [N, H]
+  const torch::Tensor targets = dec_tgt.reshape({-1}).index_select(0, rows);                       // [N]
+  const torch::Tensor sum = torch::nn::functional::cross_entropy(
+      decoder->project(selected), targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+  const int64_t tokens = rows.size(0);
+  return {sum / static_cast<double>(std::max<int64_t>(tokens, 1)), sum, tokens};
+}
+
+}  // namespace luong::models

@@ -1,0 +1,439 @@
+#include "luong/models/state_dict.h"
+
+#include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <unordered_map>
+
+#include "luong/util/atomic_file.h"
+#include "luong/util/error.h"
+
+namespace luong::models {
+namespace {
+
+// ---- a pickle reader for state dicts ---------------------------------------------------------------
+// LibTorch's own unpickler rejects the OrderedDict (with its `_metadata` BUILD) that Python's
+// state_dict() returns, so the few opcodes torch.save emits for a dict of tensors are read here.
+
+struct Value;
+using ValuePtr = std::shared_ptr<Value>;
+
+struct Value {
+  enum class Kind { kNone, kBool, kInt, kFloat, kString, kTuple, kList, kDict, kGlobal, kStorage, kTensor, kOpaque };
+  Kind kind = Kind::kNone;
+  int64_t integer = 0;
+  double real = 0;
+  std::string text;    // string; global "module.name"; storage key
+  std::vector<ValuePtr> items;                          // tuple, list
+  std::vector<std::pair<ValuePtr, ValuePtr>> entries;   // dict, in insertion order
+  torch::ScalarType dtype = torch::kFloat;              // storage
+  torch::Tensor tensor;
+};
+
+ValuePtr make(Value::Kind kind) {
+  auto v = std::make_shared<Value>();
+  v->kind = kind;
+  return v;
+}
+
+class MemoryReadAdapter final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit MemoryReadAdapter(const std::vector<char>& bytes) : bytes_(bytes) {}
+  size_t size() const override { return bytes_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char*) const override {
+    if (pos >= bytes_.size()) return 0;
+    const size_t count = std::min<size_t>(n, bytes_.size() - pos);
+    std::memcpy(buf, bytes_.data() + pos, count);
+    return count;
+  }
+
+ private:
+  const std::vector<char>& bytes_;
+};
+
+torch::ScalarType storage_dtype(const std::string& global, const std::string& origin) {
+  static const std::map<std::string, torch::ScalarType> kTypes = {
+      {"torch.FloatStorage", torch::kFloat},     {"torch.DoubleStorage", torch::kDouble},
+      {"torch.HalfStorage", torch::kHalf},       {"torch.BFloat16Storage", torch::kBFloat16},
+      {"torch.LongStorage", torch::kLong},       {"torch.IntStorage", torch::kInt},
+      {"torch.ShortStorage", torch::kShort},     {"torch.CharStorage", torch::kChar},
+      {"torch.ByteStorage", torch::kByte},       {"torch.BoolStorage", torch::kBool}};
+  const auto it = kTypes.find(global);
+  if (it == kTypes.end()) throw CheckpointError(origin + ": unsupported storage type " + global);
+  return it->second;
+}
+
+class StateDictUnpickler {
+ public:
+  StateDictUnpickler(const std::string& pickle, caffe2::serialize::PyTorchStreamReader& archive, std::string origin)
+      : data_(pickle), archive_(archive), origin_(std::move(origin)) {}
+
+  ValuePtr run() {
+    while (true) {
+      const auto op = static_cast<unsigned char>(read_bytes(1)[0]);
+      if (op == '.') break;
+      execute(op);
+    }
+    if (stack_.size() != 1) fail("malformed pickle stack");
+    return stack_.back();
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const {
+    throw CheckpointError(origin_ + ": not a readable state_dict (" + what + ")");
+  }
+
+  std::string read_bytes(size_t n) {
+    if (pos_ + n > data_.size()) fail("truncated pickle");
+    std::string out = data_.substr(pos_, n);
+    pos_ += n;
+    return out;
+  }
+  uint64_t read_uint(size_t n) {
+    const std::string b = read_bytes(n);
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(b[i])) << (8 * i);
+    return v;
+  }
+  std::string read_line() {
+    const size_t end = data_.find('\n', pos_);
+    if (end == std::string::npos) fail("truncated pickle");
+    std::string out = data_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    return out;
+  }
+  ValuePtr pop() {
+    if (stack_.empty()) fail("stack underflow");
+    ValuePtr v = stack_.back();
+    stack_.pop_back();
+    return v;
+  }
+  ValuePtr& top() {
+    if (stack_.empty()) fail("stack underflow");
+    return stack_.back();
+  }
+  std::vector<ValuePtr> pop_to_mark() {
+    if (marks_.empty()) fail("missing mark");
+    const size_t mark = marks_.back();
+    marks_.pop_back();
+    if (mark > stack_.size()) fail("bad mark");
+    std::vector<ValuePtr> items(stack_.begin() + static_cast<std::ptrdiff_t>(mark), stack_.end());
+    stack_.resize(mark);
+    return items;
+  }
+  void push_int(int64_t v) {
+    auto value = make(Value::Kind::kInt);
+    value->integer = v;
+    stack_.push_back(value);
+  }
+  void push_tuple(std::vector<ValuePtr> items) {
+    auto value = make(Value::Kind::kTuple);
+    value->items = std::move(items);
+    stack_.push_back(value);
+  }
+  void memo_put(uint64_t index) { memo_[index] = top(); }
+  void memo_get(uint64_t index) {
+    const auto it = memo_.find(index);
+    if (it == memo_.end()) fail("bad memo reference");
+    stack_.push_back(it->second);
+  }
+  void set_items(ValuePtr& dict, const std::vector<ValuePtr>& items) {
+    if (dict->kind != Value::Kind::kDict || items.size() % 2 != 0) fail("bad SETITEMS");
+    for (size_t i = 0; i < items.size(); i += 2) dict->entries.emplace_back(items[i], items[i + 1]);
+  }
+
+  std::vector<int64_t> ints(const ValuePtr& tuple) {
+    if (tuple->kind != Value::Kind::kTuple) fail("expected a tuple of ints");
+    std::vector<int64_t> out;
+    for (const auto& item : tuple->items) {
+      if (item->kind != Value::Kind::kInt) fail("expected a tuple of ints");
+      out.push_back(item->integer);
+    }
+    return out;
+  }
+
+  ValuePtr storage(const ValuePtr& pid) {
+    if (pid->kind != Value::Kind::kTuple || pid->items.size() < 5 || pid->items[0]->text != "storage" ||
+        pid->items[1]->kind != Value::Kind::kGlobal) {
+      fail("unknown persistent id");
+    }
+    auto value = make(Value::Kind::kStorage);
+    value->dtype = storage_dtype(pid->items[1]->text, origin_);
+    const std::string key = pid->items[2]->text;
+    const auto found = storages_.find(key);
+    if (found != storages_.end()) {
+      value->tensor = found->second;
+      return value;
+    }
+    const int64_t numel = pid->items[4]->integer;
+    const std::string record = "data/" + key;
+    if (!archive_.hasRecord(record)) fail("missing tensor data " + record);
+    auto [data, size] = archive_.getRecord(record);
+    const size_t element = c10::elementSize(value->dtype);
+    if (numel < 0 || size < static_cast<size_t>(numel) * element) fail("tensor data " + record + " is truncated");
+    torch::Tensor flat = torch::empty({numel}, torch::TensorOptions().dtype(value->dtype));
+    std::memcpy(flat.data_ptr(), data.get(), static_cast<size_t>(numel) * element);
+    storages_[key] = flat;
+    value->tensor = flat;
+    return value;
+  }
+
+  ValuePtr reduce(const ValuePtr& callable, const ValuePtr& args) {
+    if (callable->kind != Value::Kind::kGlobal || args->kind != Value::Kind::kTuple) fail("bad REDUCE");
+    const std::string& name = callable->text;
+    if (name == "collections.OrderedDict") return make(Value::Kind::kDict);
+    // LibTorch's pickler wraps typed containers as restore_type_tag(value, "Dict[str, Tensor]").
+    if (name == "torch.jit._pickle.restore_type_tag" && !args->items.empty()) return args->items[0];
+    if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_tensor") {
+      if (args->items.size() < 4 || args->items[0]->kind != Value::Kind::kStorage) fail("bad tensor record");
+      const torch::Tensor& flat = args->items[0]->tensor;
+      const int64_t offset = args->items[1]->integer;
+      const std::vector<int64_t> sizes = ints(args->items[2]);
+      const std::vector<int64_t> strides = ints(args->items[3]);
+      if (sizes.size() != strides.size()) fail("tensor sizes and strides differ in rank");
+      bool empty = false;
+      int64_t last = offset;  // index of the last element the view reads
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        if (sizes[i] < 0 || strides[i] < 0) fail("negative tensor size or stride");
+        if (sizes[i] == 0) empty = true;
+        else last += (sizes[i] - 1) * strides[i];
+      }
+      if (offset < 0 || (!empty && last >= flat.numel())) fail("tensor view exceeds its storage");
+      auto value = make(Value::Kind::kTensor);
+      value->tensor = flat.as_strided(sizes, strides, offset).clone();
+      return value;
+    }
+    if (name == "torch._utils._rebuild_parameter" || name == "torch._utils._rebuild_parameter_with_state") {
+      if (args->items.empty() || args->items[0]->kind != Value::Kind::kTensor) fail("bad parameter record");
+      return args->items[0];
+    }
+    return make(Value::Kind::kOpaque);
+  }
+
+  void execute(unsigned char op) {
+    switch (op) {
+      case 0x80: read_bytes(1); break;                       // PROTO
+      case 0x95: read_bytes(8); break;                       // FRAME
+      case '}': stack_.push_back(make(Value::Kind::kDict)); break;
+      case ']': stack_.push_back(make(Value::Kind::kList)); break;
+      case ')': push_tuple({}); break;
+      case '(': marks_.push_back(stack_.size()); break;
+      case 'q': memo_put(read_uint(1)); break;
+      case 'r': memo_put(read_uint(4)); break;
+      case 0x94: memo_put(memo_.size()); break;              // MEMOIZE
+      case 'h': memo_get(read_uint(1)); break;
+      case 'j': memo_get(read_uint(4)); break;
+      case 'X': {
+        auto v = make(Value::Kind::kString);
+        v->text = read_bytes(read_uint(4));
+        stack_.push_back(v);
+        break;
+      }
+      case 0x8c: {                                           // SHORT_BINUNICODE
+        auto v = make(Value::Kind::kString);
+        v->text = read_bytes(read_uint(1));
+        stack_.push_back(v);
+        break;
+      }
+      case 'c': {
+        auto v = make(Value::Kind::kGlobal);
+        const std::string module = read_line();
+        v->text = module + "." + read_line();
+        stack_.push_back(v);
+        break;
+      }
+      case 0x93: {                                           // STACK_GLOBAL
+        const ValuePtr name = pop();
+        const ValuePtr module = pop();
+        auto v = make(Value::Kind::kGlobal);
+        v->text = module->text + "." + name->text;
+        stack_.push_back(v);
+        break;
+      }
+      case 'K': push_int(static_cast<int64_t>(read_uint(1))); break;
+      case 'M': push_int(static_cast<int64_t>(read_uint(2))); break;
+      case 'J': push_int(static_cast<int32_t>(read_uint(4))); break;
+      case 0x8a: {                                           // LONG1
+        const size_t n = read_uint(1);
+        if (n > 8) fail("integer too large");
+        uint64_t v = n == 0 ? 0 : read_uint(n);
+        if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);
+        push_int(static_cast<int64_t>(v));
+        break;
+      }
+      case 'G': {
+        std::string b = read_bytes(8);
+        std::reverse(b.begin(), b.end());
+        auto v = make(Value::Kind::kFloat);
+        std::memcpy(&v->real, b.data(), 8);
+        stack_.push_back(v);
+        break;
+      }
+      case 0x88:
+      case 0x89: {
+        auto v = make(Value::Kind::kBool);
+        v->integer = op == 0x88;
+        stack_.push_back(v);
+        break;
+      }
+      case 'N': stack_.push_back(make(Value::Kind::kNone)); break;
+      case 't': push_tuple(pop_to_mark()); break;
+      case 0x85: push_tuple({pop()}); break;
+      case 0x86: {
+        ValuePtr b = pop(), a = pop();
+        push_tuple({a, b});
+        break;
+      }
+      case 0x87: {
+        ValuePtr c = pop(), b = pop(), a = pop();
+        push_tuple({a, b, c});
+        break;
+      }
+      case 'a': {
+        ValuePtr item = pop();
+        top()->items.push_back(item);
+        break;
+      }
+      case 'e': {
+        std::vector<ValuePtr> items = pop_to_mark();
+        for (auto& item : items) top()->items.push_back(item);
+        break;
+      }
+      case 's': {
+        ValuePtr value = pop(), key = pop();
+        set_items(top(), {key, value});
+        break;
+      }
+      case 'u': {
+        std::vector<ValuePtr> items = pop_to_mark();
+        set_items(top(), items);
+        break;
+      }
+      case 'Q': stack_.push_back(storage(pop())); break;     // BINPERSID
+      case 'R': {
+        ValuePtr args = pop(), callable = pop();
+        stack_.push_back(reduce(callable, args));
+        break;
+      }
+      case 'b': pop(); break;                                // BUILD: OrderedDict._metadata, ignored
+      default: {
+        std::ostringstream message;
+        message << "unsupported pickle opcode 0x" << std::hex << static_cast<int>(op);
+        fail(message.str());
+      }
+    }
+  }
+
+  const std::string& data_;
+  caffe2::serialize::PyTorchStreamReader& archive_;
+  std::string origin_;
+  size_t pos_ = 0;
+  std::vector<ValuePtr> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint64_t, ValuePtr> memo_;
+  std::unordered_map<std::string, torch::Tensor> storages_;
+};
+
+}  // namespace
+
+StateDict state_dict(const torch::nn::Module& module) {
+  StateDict dict;
+  for (const auto& item : module.named_parameters(true)) dict.emplace_back(item.key(), item.value().detach().cpu());
+  for (const auto& item : module.named_buffers(true)) dict.emplace_back(item.key(), item.value().detach().cpu());
+  return dict;
+}
+
+std::vector<char> serialize_state_dict(const StateDict& dict) {
+  c10::Dict<std::string, at::Tensor> generic;
+  for (const auto& [name, tensor] : dict) generic.insert(name, tensor.detach().cpu().contiguous());
+  return torch::pickle_save(generic);
+}
+
+void save_state_dict(const StateDict& dict, const std::string& path) {
+  const std::vector<char> bytes = serialize_state_dict(dict);
+  write_file_atomically(path, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+}
+
+StateDict parse_state_dict(const std::vector<char>& bytes, const std::string& origin) {
+  try {
+    caffe2::serialize::PyTorchStreamReader archive(std::make_unique<MemoryReadAdapter>(bytes));
+    if (!archive.hasRecord("data.pkl")) throw CheckpointError(origin + ": not a torch.save file (no data.pkl)");
+    auto [data, size] = archive.getRecord("data.pkl");
+    const std::string pickle(static_cast<const char*>(data.get()), size);
+    const ValuePtr root = StateDictUnpickler(pickle, archive, origin).run();
+    if (root->kind != Value::Kind::kDict) throw CheckpointError(origin + ": holds no dict of tensors");
+    StateDict dict;
+    for (const auto& [key, value] : root->entries) {
+      if (key->kind != Value::Kind::kString || value->kind != Value::Kind::kTensor) {
+        throw CheckpointError(origin + ": state_dict entries must map names to tensors");
+      }
+      dict.emplace_back(key->text, value->tensor);
+    }
+    return dict;
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    throw CheckpointError(origin + ": corrupt or truncated checkpoint (" + what.substr(0, what.find('\n')) + ")");
+  }
+}
+
+StateDict read_state_dict(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError(path + ": cannot open checkpoint");
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.empty()) throw CheckpointError(path + ": checkpoint is empty");
+  return parse_state_dict(bytes, path);
+}
+
+void load_state_dict(torch::nn::Module& module, const StateDict& dict, const std::string& origin) {
+  std::unordered_map<std::string, torch::Tensor> by_name(dict.begin(), dict.end());
+  std::vector<std::string> missing;
+  std::vector<std::string> mismatched;
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> copies;
+  const auto visit = [&](const std::string& name, torch::Tensor& target) {
+    const auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      missing.push_back(name);
+      return;
+    }
+    if (it->second.sizes() != target.sizes()) {
+      std::ostringstream line;
+      line << name << " " << it->second.sizes() << " vs model " << target.sizes();
+      mismatched.push_back(line.str());
+    } else {
+      copies.emplace_back(target, it->second);
+    }
+    by_name.erase(it);
+  };
+  for (auto& item : module.named_parameters(true)) visit(item.key(), item.value());
+  for (auto& item : module.named_buffers(true)) visit(item.key(), item.value());
+
+  if (!missing.empty() || !mismatched.empty() || !by_name.empty()) {
+    std::ostringstream message;
+    message << origin << ": state_dict does not match the model;";
+    const auto list = [&](const char* label, const std::vector<std::string>& names) {
+      if (names.empty()) return;
+      message << " " << label << ":";
+      for (size_t i = 0; i < names.size(); ++i) message << (i ? ", " : " ") << names[i];
+      message << ";";
+    };
+    std::vector<std::string> unexpected;
+    for (const auto& [name, tensor] : dict) {
+      if (by_name.count(name)) unexpected.push_back(name);
+    }
+    list("missing", missing);
+    list("unexpected", unexpected);
+    list("mis-shaped", mismatched);
+    std::string text = message.str();
+    text.pop_back();
+    throw CheckpointError(text);
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [target, source] : copies) target.copy_(source);
+}
+
+}  // namespace luong::models
