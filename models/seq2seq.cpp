@@ -49,15 +49,24 @@ Seq2SeqOutput Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
 }
 
 LossOutput Seq2SeqImpl::loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
-                             const torch::Tensor& dec_tgt) {
+                             const torch::Tensor& dec_tgt, LossAverage average) {
   auto [features, attention] = decode_teacher_forced(encode(src, src_lengths), dec_in);
   const torch::Tensor real = dec_tgt.ne(0).reshape({-1});
   const torch::Tensor rows = real.nonzero().squeeze(1);
   const torch::Tensor selected = features.reshape({-1, features.size(-1)}).index_select(0, rows);  // [N, H]
   const torch::Tensor targets = dec_tgt.reshape({-1}).index_select(0, rows);                       // [N]
-  const torch::Tensor sum = torch::nn::functional::cross_entropy(
-      decoder->project(selected), targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+  const torch::Tensor per_token = torch::nn::functional::cross_entropy(
+      decoder->project(selected), targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  const torch::Tensor sum = per_token.sum();
   const int64_t tokens = rows.size(0);
+  if (average == LossAverage::kStep) {
+    const int64_t steps = dec_tgt.size(1);
+    const torch::Tensor step_of = rows.remainder(steps);
+    const torch::Tensor step_sum = torch::zeros({steps}, per_token.options()).index_add(0, step_of, per_token);
+    const torch::Tensor step_count =
+        torch::zeros({steps}, per_token.options()).index_add(0, step_of, torch::ones_like(per_token));
+    return {(step_sum / step_count.clamp_min(1.0)).sum() / static_cast<double>(steps), sum, tokens};
+  }
   return {sum / static_cast<double>(std::max<int64_t>(tokens, 1)), sum, tokens};
 }
 

@@ -5,11 +5,54 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "luong/cloze/numpy_random.h"
 
 namespace luong::cloze {
+
+// ---- helpers -------------------------------------------------------------------------------------
+
+namespace {
+
+// exp(x) for the softmaxes: range reduction x = k ln2 + r, |r| <= ln2/2, then a degree-13 Taylor
+// polynomial (truncation < 1e-17 relative) and 2^k built in the exponent bits. Branch-free, so GCC
+// vectorises the softmax loops that call it (libm's exp is a scalar call). Within 2 ulp of std::exp.
+inline double vector_exp(double x) {
+  constexpr double kLog2e = 1.4426950408889634;
+  constexpr double kLn2Hi = 0.6931471803691238;
+  constexpr double kLn2Lo = 1.9082149292705877e-10;
+  constexpr double kShifter = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
+  const double clamped = x < -708.0 ? -708.0 : (x > 709.0 ? 709.0 : x);
+  const double shifted = clamped * kLog2e + kShifter;
+  const double k = shifted - kShifter;
+  const double r = (clamped - k * kLn2Hi) - k * kLn2Lo;
+  double p = 1.0 / 6227020800.0;  // 1/13!
+  p = p * r + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r + 1.0;
+  p = p * r + 1.0;
+  std::int64_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  // The low 32 mantissa bits of `shifted` hold k (two's complement), since 2^51 = 0 mod 2^32.
+  const std::int64_t k_int = static_cast<std::int32_t>(static_cast<std::uint32_t>(bits));
+  const std::int64_t exponent = (k_int + 1023) << 52;
+  double scale;
+  std::memcpy(&scale, &exponent, sizeof scale);
+  return x < -708.0 ? 0.0 : p * scale;
+}
+
+}  // namespace
 
 // ---- layer pairs -------------------------------------------------------------------------------
 
@@ -69,13 +112,10 @@ void softmax_rows_forward(double* P, const double* S, int rows, int cols) {
     const double* s = S + r * cols;
     double* p = P + r * cols;
     const double top = *std::max_element(s, s + cols);
+    for (int c = 0; c < cols; ++c) p[c] = vector_exp(s[c] - top);  // vectorised
     double sum = 0.0;
-    for (int c = 0; c < cols; ++c) {
-      p[c] = std::exp(s[c] - top);
-      sum += p[c];
-    }
-    const double inv = 1.0 / sum;
-    for (int c = 0; c < cols; ++c) p[c] *= inv;
+    for (int c = 0; c < cols; ++c) sum += p[c];  // in order, as numpy's small sums
+    for (int c = 0; c < cols; ++c) p[c] /= sum;
   }
 }
 
@@ -174,6 +214,11 @@ ClozeWorkspace::ClozeWorkspace(const ClozeDims& m, int t) {
   for (auto* buffer : {&scores, &P, &dscores}) buffer->assign(n * m.vocab, 0.0);
 }
 
+// flatten inlines every layer into each clone, so the whole sentence runs with AVX-512 or AVX2 + FMA
+// where the processor has them, and with SSE2 elsewhere.
+#define LUONG_CLONES __attribute__((flatten, target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+LUONG_CLONES
 double cloze_forward_backward(const ClozeParameters& params, const ClozeTransposes& t, const int* idx, int n,
                               ClozeParameters& grads, ClozeWorkspace& ws) {
   const ClozeDims& m = params.dims;
@@ -230,6 +275,7 @@ void init_numpy(ClozeParameters& params, unsigned seed) {
   for (double& value : params.data) value = 0.1 * rng.gauss();  // E, W_Q, W_K, W_V, W_O are contiguous in draw order
 }
 
+LUONG_CLONES
 void adam_update(ClozeParameters& params, const ClozeParameters& grads, std::vector<double>& m, std::vector<double>& v,
                  int step, double grad_scale, const AdamOptions& o) {
   const double correction1 = 1.0 - std::pow(o.beta1, step);

@@ -35,6 +35,12 @@ struct Seq2SeqOutput {
   torch::Tensor attention;  ///< [B, T, S]
 };
 
+/// How the cross-entropy of a batch is averaged.
+enum class LossAverage {
+  kToken,  ///< over all non-padding target tokens (every token weighs the same)
+  kStep,   ///< the notebook's: per decoder step over its non-padding tokens, then over steps
+};
+
 struct LossOutput {
   torch::Tensor loss;       ///< scalar: cross-entropy averaged over non-padding target tokens
   torch::Tensor sum;        ///< scalar: summed cross-entropy
@@ -59,7 +65,7 @@ class Seq2SeqImpl : public torch::nn::Module {
   /// Cross-entropy over the non-padding entries of dec_tgt [B, T]; the vocabulary projection runs
   /// only on those positions.
   LossOutput loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
-                  const torch::Tensor& dec_tgt);
+                  const torch::Tensor& dec_tgt, LossAverage average = LossAverage::kToken);
 
   Seq2SeqOptions options;
   Encoder encoder{nullptr};

@@ -1,0 +1,165 @@
+#include "luong/evaluation/search.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "luong/data_pipeline/vocabulary.h"
+#include "luong/util/error.h"
+
+namespace luong::evaluation {
+namespace {
+
+using data::Vocabulary;
+
+double normalised(double log_prob, std::size_t length, double alpha) {
+  return alpha == 0 ? log_prob : log_prob / std::pow(static_cast<double>(std::max<std::size_t>(length, 1)), alpha);
+}
+
+std::vector<float> row_of(const torch::Tensor& weights, int64_t row, int64_t length) {
+  const torch::Tensor r = weights[row].slice(0, 0, length).to(torch::kCPU, torch::kFloat).contiguous();
+  return std::vector<float>(r.data_ptr<float>(), r.data_ptr<float>() + r.numel());
+}
+
+std::vector<Hypothesis> greedy(models::Seq2SeqImpl& model, const torch::Tensor& src, const torch::Tensor& lengths,
+                               const SearchOptions& options) {
+  const int64_t batch = src.size(0);
+  const auto cpu_lengths = lengths.to(torch::kCPU, torch::kLong);
+  models::EncodedSource encoded = model.encode(src, lengths);
+  models::DecoderState state = encoded.state;
+  torch::Tensor previous = torch::full({batch}, Vocabulary::kSos, torch::TensorOptions().dtype(torch::kLong).device(src.device()));
+  std::vector<Hypothesis> out(static_cast<std::size_t>(batch));
+  std::vector<bool> done(static_cast<std::size_t>(batch), false);
+  int64_t remaining = batch;
+  for (int64_t t = 0; t < options.max_len && remaining > 0; ++t) {
+    models::DecoderStep step = model.decoder->step(previous, state, encoded.memory, t);
+    const torch::Tensor log_probs = torch::log_softmax(model.decoder->project(step.features), 1);
+    const auto [best, index] = log_probs.max(1);
+    const torch::Tensor best_cpu = best.to(torch::kCPU, torch::kDouble);
+    const torch::Tensor index_cpu = index.to(torch::kCPU);
+    const torch::Tensor weights_cpu = options.keep_attention ? step.weights.to(torch::kCPU, torch::kFloat) : torch::Tensor();
+    const torch::Tensor positions_cpu =
+        options.keep_attention && step.positions.defined() ? step.positions.to(torch::kCPU, torch::kFloat) : torch::Tensor();
+    for (int64_t b = 0; b < batch; ++b) {
+      if (done[static_cast<std::size_t>(b)]) continue;
+      Hypothesis& h = out[static_cast<std::size_t>(b)];
+      const int64_t token = index_cpu[b].item<int64_t>();
+      h.log_prob += best_cpu[b].item<double>();
+      if (options.keep_attention) {
+        h.attention.push_back(row_of(weights_cpu, b, cpu_lengths[b].item<int64_t>()));
+        if (positions_cpu.defined()) h.positions.push_back(positions_cpu[b].item<float>());
+      }
+      if (token == Vocabulary::kEos) {
+        h.finished = true;
+        done[static_cast<std::size_t>(b)] = true;
+        --remaining;
+      } else {
+        h.tokens.push_back(token);
+      }
+    }
+    previous = index;
+    state = std::move(step.state);
+  }
+  for (auto& h : out) h.score = normalised(h.log_prob, h.tokens.size() + (h.finished ? 1 : 0), options.alpha);
+  return out;
+}
+
+struct Beam {
+  Hypothesis hypothesis;
+  int64_t row = 0;  // row in the current decoder state
+};
+
+Hypothesis beam_search(models::Seq2SeqImpl& model, const torch::Tensor& src, const torch::Tensor& lengths,
+                       const SearchOptions& options) {
+  const int64_t k = options.beam;
+  const int64_t source_length = lengths.to(torch::kCPU, torch::kLong)[0].item<int64_t>();
+  const auto long_options = torch::TensorOptions().dtype(torch::kLong).device(src.device());
+  models::EncodedSource encoded = model.encode(src, lengths);
+  std::vector<Beam> beams(1);
+  std::vector<Hypothesis> finished;
+  models::DecoderState state = encoded.state;
+  models::AttentionMemory memory = encoded.memory;
+  for (int64_t t = 0; t < options.max_len && !beams.empty(); ++t) {
+    std::vector<int64_t> previous_tokens;
+    for (const auto& beam : beams) {
+      previous_tokens.push_back(beam.hypothesis.tokens.empty() ? Vocabulary::kSos : beam.hypothesis.tokens.back());
+    }
+    const torch::Tensor previous = torch::tensor(previous_tokens, torch::kLong).to(src.device());
+    models::DecoderStep step = model.decoder->step(previous, state, memory, t);
+    const torch::Tensor log_probs = torch::log_softmax(model.decoder->project(step.features), 1).to(torch::kCPU, torch::kDouble);
+    const int64_t vocab = log_probs.size(1);
+    std::vector<double> base;
+    for (const auto& beam : beams) base.push_back(beam.hypothesis.log_prob);
+    const torch::Tensor totals = log_probs + torch::tensor(base, torch::kDouble).unsqueeze(1);
+    const int64_t candidates = std::min<int64_t>(2 * k, totals.numel());
+    const auto [top_values, top_indices] = totals.view({-1}).topk(candidates);
+    const torch::Tensor weights_cpu = options.keep_attention ? step.weights.to(torch::kCPU, torch::kFloat) : torch::Tensor();
+    const torch::Tensor positions_cpu =
+        options.keep_attention && step.positions.defined() ? step.positions.to(torch::kCPU, torch::kFloat) : torch::Tensor();
+
+    std::vector<Beam> next;
+    std::vector<int64_t> rows;
+    for (int64_t c = 0; c < candidates && static_cast<int64_t>(next.size()) < k; ++c) {
+      const int64_t flat = top_indices[c].item<int64_t>();
+      const int64_t from = flat / vocab;
+      const int64_t token = flat % vocab;
+      Hypothesis h = beams[static_cast<std::size_t>(from)].hypothesis;
+      h.log_prob = top_values[c].item<double>();
+      if (options.keep_attention) {
+        h.attention.push_back(row_of(weights_cpu, from, source_length));
+        if (positions_cpu.defined()) h.positions.push_back(positions_cpu[from].item<float>());
+      }
+      if (token == Vocabulary::kEos) {
+        h.finished = true;
+        h.score = normalised(h.log_prob, h.tokens.size() + 1, options.alpha);
+        finished.push_back(std::move(h));
+        if (static_cast<int64_t>(finished.size()) >= k) break;
+        continue;
+      }
+      h.tokens.push_back(token);
+      next.push_back({std::move(h), static_cast<int64_t>(next.size())});
+      rows.push_back(from);
+    }
+    if (static_cast<int64_t>(finished.size()) >= k) break;
+    beams = std::move(next);
+    if (beams.empty()) break;
+    const torch::Tensor index = torch::tensor(rows, torch::kLong).to(src.device());
+    state = step.state.index_select(index);
+    if (memory.encoder_outputs.size(0) != index.size(0)) {
+      memory = encoded.memory.index_select(torch::zeros({index.size(0)}, long_options));
+    }
+  }
+  for (auto& beam : beams) {
+    beam.hypothesis.score = normalised(beam.hypothesis.log_prob, beam.hypothesis.tokens.size(), options.alpha);
+    finished.push_back(std::move(beam.hypothesis));
+  }
+  if (finished.empty()) return {};
+  // Prefer complete translations; among them the best normalised score.
+  return *std::max_element(finished.begin(), finished.end(), [](const Hypothesis& a, const Hypothesis& b) {
+    if (a.finished != b.finished) return !a.finished;
+    return a.score < b.score;
+  });
+}
+
+}  // namespace
+
+std::vector<Hypothesis> translate(models::Seq2SeqImpl& model, const torch::Tensor& src, const torch::Tensor& src_lengths,
+                                  const SearchOptions& options) {
+  if (options.beam < 1) throw Error("beam width must be at least 1");
+  if (options.max_len < 1) throw Error("maximum output length must be at least 1");
+  const bool was_training = model.is_training();
+  model.eval();
+  c10::InferenceMode inference;
+  std::vector<Hypothesis> out;
+  if (options.beam == 1) {
+    out = greedy(model, src, src_lengths, options);
+  } else {
+    for (int64_t b = 0; b < src.size(0); ++b) {
+      const int64_t length = src_lengths.to(torch::kCPU)[b].item<int64_t>();
+      out.push_back(beam_search(model, src.slice(0, b, b + 1).slice(1, 0, length), src_lengths.slice(0, b, b + 1), options));
+    }
+  }
+  if (was_training) model.train();
+  return out;
+}
+
+}  // namespace luong::evaluation

@@ -1,0 +1,38 @@
+#pragma once
+// Greedy decoding and beam search over the decoders' single `step`.
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "luong/models/seq2seq.h"
+
+namespace luong::evaluation {
+
+struct SearchOptions {
+  /// Beam width; 1 is greedy decoding.
+  int beam = 1;
+  /// Length normalisation: hypotheses are ranked by log p / length^alpha (0 = raw log p).
+  double alpha = 0.6;
+  /// Most target tokens produced per sentence (<eos> included).
+  int max_len = 50;
+  /// Keep each step's attention weights (for trace).
+  bool keep_attention = false;
+};
+
+struct Hypothesis {
+  std::vector<std::int64_t> tokens;              ///< without <sos>; ends before <eos>
+  double log_prob = 0;                           ///< sum of token log-probabilities, <eos> included
+  double score = 0;                              ///< log_prob / length^alpha
+  bool finished = false;                         ///< ended with <eos> (not cut at max_len)
+  std::vector<std::vector<float>> attention;     ///< per produced token (and <eos>): weights over source
+  std::vector<float> positions;                  ///< local attention's p_t per step (empty for global)
+};
+
+/// Translates a batch. src [B, S] int64, src_lengths [B] -> one hypothesis per row. Runs under
+/// InferenceMode in eval mode; beam 1 decodes the whole batch at once, wider beams one sentence at
+/// a time with the beams as the batch.
+std::vector<Hypothesis> translate(models::Seq2SeqImpl& model, const torch::Tensor& src, const torch::Tensor& src_lengths,
+                                  const SearchOptions& options);
+
+}  // namespace luong::evaluation

@@ -1,0 +1,124 @@
+#include "luong/cloze/cloze_run.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+
+#include "luong/cloze/udhr_corpus.h"
+#include "luong/util/atomic_file.h"
+#include "luong/util/error.h"
+#include "luong/util/plot.h"
+#include "luong/util/threads.h"
+
+namespace luong::cloze {
+namespace fs = std::filesystem;
+
+double cloze_sentence_flops(const ClozeDims& m, int n) {
+  const double projections = 2.0 * n * m.d * (2.0 * m.dk + m.dv);       // Q, K, V
+  const double attention = 2.0 * n * n * m.dk + 2.0 * n * n * m.dv;      // S, Z
+  const double readout = 2.0 * n * m.dv * m.vocab;                        // scores
+  // Backward: two products per forward product (input and weight gradients); X's gradient for the
+  // embedding is a scatter, not counted.
+  return 3.0 * (projections + attention + readout);
+}
+
+namespace {
+
+std::string format_fixed(double v) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.6f", v);
+  return buffer;
+}
+
+}  // namespace
+
+ClozeRunReport run_cloze(const ClozeRunOptions& options, std::ostream& out) {
+  if (options.updates < 1) throw Error("--epochs must be at least 1");
+  if (options.init != "numpy" && options.init != "torch") throw Error("--init must be numpy or torch");
+  std::error_code ec;
+  fs::create_directories(options.out_dir, ec);
+  if (!fs::is_directory(options.out_dir)) throw Error(options.out_dir + ": cannot create output directory");
+
+  const ClozeCorpus corpus = make_cloze_corpus();
+  out << "[B-tokens] " << corpus.sentences.size() << " sentences, " << corpus.vocabulary.size() << " distinct tokens\n";
+
+  ClozeDims dims;
+  dims.vocab = static_cast<int>(corpus.vocabulary.size());
+  ClozeParameters params(dims);
+  if (options.init == "numpy") {
+    init_numpy(params, options.seed);
+  } else {
+    torch::manual_seed(options.seed);
+    const torch::Tensor draws = torch::randn({static_cast<int64_t>(params.data.size())}, torch::kDouble) * 0.1;
+    std::copy(draws.data_ptr<double>(), draws.data_ptr<double>() + draws.numel(), params.data.begin());
+  }
+
+  const int threads = options.threads > 0 ? options.threads : available_cores();
+  ClozeRunReport report;
+  const ClozeTrainResult trained = train_cloze(params, corpus.ids, options.updates, threads);
+  report.loss_curve = trained.loss_curve;
+  report.train_seconds = trained.seconds;
+  double flops_per_update = 0;
+  for (const auto& ids : corpus.ids) flops_per_update += cloze_sentence_flops(dims, static_cast<int>(ids.size()));
+  report.gflop = flops_per_update * options.updates / 1e9;
+
+  char line[160];
+  std::snprintf(line, sizeof line, "[B-train] initial loss = %.4f, final loss = %.4f", report.loss_curve.front().second,
+                report.loss_curve.back().second);
+  out << line << "\n";
+  std::snprintf(line, sizeof line, "[B-train] %d updates in %.3f s on %d threads: %.2f GFLOP, %.2f GFLOP/s",
+                options.updates, report.train_seconds, threads, report.gflop, report.gflop / report.train_seconds);
+  out << line << "\n";
+
+  const auto& display = display_sentence();
+  if (std::find(corpus.sentences.begin(), corpus.sentences.end(), display) == corpus.sentences.end()) {
+    throw Error("display sentence not found in the corpus");
+  }
+  std::string joined;
+  for (const auto& token : display) joined += (joined.empty() ? "" : " ") + token;
+  out << "[B-display] display tokens: " << joined << "\n";
+  std::vector<int> display_ids;
+  for (const auto& token : display) display_ids.push_back(corpus.id(token));
+  const int n = static_cast<int>(display_ids.size());
+  report.display_attention = cloze_attention(params, display_ids.data(), n);
+
+  const std::string loss_path = (fs::path(options.out_dir) / "attention_loss.csv").string();
+  write_file_atomically(loss_path, [&](std::ostream& csv) {
+    csv << "iter,loss\n";
+    for (const auto& [update, loss] : report.loss_curve) csv << format_fixed(update) << "," << format_fixed(loss) << "\n";
+  });
+  out << "[B-csv] saved " << loss_path << "\n";
+  const std::string weights_path = (fs::path(options.out_dir) / "attention_weights.csv").string();
+  write_file_atomically(weights_path, [&](std::ostream& csv) {
+    csv << "q,k,w\n";
+    for (int q = 0; q < n; ++q) {
+      for (int k = 0; k < n; ++k) {
+        csv << format_fixed(q) << "," << format_fixed(k) << "," << format_fixed(report.display_attention[static_cast<std::size_t>(q * n + k)]) << "\n";
+      }
+    }
+  });
+  out << "[B-csv] saved " << weights_path << "\n";
+
+  Canvas canvas(935, 400);
+  Series curve;
+  for (const auto& [update, loss] : report.loss_curve) {
+    curve.x.push_back(update);
+    curve.y.push_back(loss);
+  }
+  draw_line_chart(canvas, {0, 0, 440, 400}, {curve}, "training loss", "update", "loss per predicted token");
+  std::vector<std::vector<double>> matrix(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n)));
+  for (int q = 0; q < n; ++q) {
+    for (int k = 0; k < n; ++k) matrix[static_cast<std::size_t>(q)][static_cast<std::size_t>(k)] = report.display_attention[static_cast<std::size_t>(q * n + k)];
+  }
+  draw_heatmap(canvas, {450, 0, 485, 400}, matrix, display, display, "learned attention weights", "key token (searched)",
+               "query token (searching)");
+  const std::string png_path = (fs::path(options.out_dir) / "attention.png").string();
+  canvas.save_png(png_path);
+  out << "[B-preview] saved " << png_path << "\n";
+  return report;
+}
+
+}  // namespace luong::cloze
