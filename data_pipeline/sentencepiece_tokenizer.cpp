@@ -9,6 +9,7 @@
 
 #include "luong/data_pipeline/utf8.h"
 #include "luong/util/error.h"
+#include "luong/util/module_path.h"
 #include "sentencepiece_shim/sentencepiece_shim.h"
 
 #ifndef LUONG_SHIM_INSTALL_DIR
@@ -30,20 +31,6 @@ struct Shim {
   decltype(&luong_spm_free) free = nullptr;
 };
 
-std::vector<std::string> shim_candidates() {
-  std::vector<std::string> out;
-  if (const char* env = std::getenv("LUONG_SENTENCEPIECE_SHIM")) out.emplace_back(env);
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    out.push_back((exe.parent_path() / kShimName).string());
-    out.push_back((exe.parent_path().parent_path() / kShimName).string());
-    out.push_back((exe.parent_path().parent_path() / "lib" / kShimName).string());
-  }
-  out.push_back(std::string(LUONG_SHIM_INSTALL_DIR) + "/" + kShimName);
-  return out;
-}
-
 const Shim& shim() {
   static Shim loaded;
   static std::once_flag once;
@@ -51,7 +38,7 @@ const Shim& shim() {
   std::call_once(once, [] {
     void* handle = nullptr;
     std::string tried;
-    for (const std::string& path : shim_candidates()) {
+    for (const std::string& path : module_candidates(kShimName, "LUONG_SENTENCEPIECE_SHIM", LUONG_SHIM_INSTALL_DIR)) {
       if (!fs::exists(path)) {
         tried += " " + path;
         continue;

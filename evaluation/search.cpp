@@ -68,6 +68,8 @@ struct Beam {
   int64_t row = 0;  // row in the current decoder state
 };
 
+}  // namespace
+
 Hypothesis beam_search(models::Seq2SeqImpl& model, const torch::Tensor& src, const torch::Tensor& lengths,
                        const SearchOptions& options) {
   const int64_t k = options.beam;
@@ -139,8 +141,6 @@ Hypothesis beam_search(models::Seq2SeqImpl& model, const torch::Tensor& src, con
     return a.score < b.score;
   });
 }
-
-}  // namespace
 
 std::vector<Hypothesis> translate(models::Seq2SeqImpl& model, const torch::Tensor& src, const torch::Tensor& src_lengths,
                                   const SearchOptions& options) {

@@ -8,7 +8,7 @@ packages=(
   libtorch-dev libgloo-dev            # LibTorch 1.13 (CPU) and its c10d transport
   libopenblas0                        # without it, LibTorch's matmuls use the slow reference BLAS
   libsentencepiece-dev                # subword tokenizer (C++ trainer and processor)
-  libcxxopts-dev libgtest-dev zlib1g-dev
+  libcxxopts-dev libgtest-dev zlib1g-dev bc
   python3-torch python3-numpy python3-matplotlib   # the Python references, parity fixtures, benchmarks
 )
 

@@ -1,52 +1,39 @@
 #include "luong/cli/options.h"
 
-#include <torch/torch.h>
-
 #include <iostream>
 
 #include "luong/util/error.h"
-#include "luong/util/threads.h"
+
+// cxxopts 3 (Debian 12) renamed the exception base of cxxopts 2 (Ubuntu 22.04, CUDA images).
+#if CXXOPTS__VERSION_MAJOR >= 3
+#define LUONG_CXXOPTS_EXCEPTION cxxopts::exceptions::exception
+#else
+#define LUONG_CXXOPTS_EXCEPTION cxxopts::OptionException
+#endif
 
 namespace luong::cli {
 
 bool parse_or_help(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResult& result) {
   options.add_options("help")("h,help", "show this help");
+  const std::string command = argc > 0 ? argv[0] : "";
   try {
+#if CXXOPTS__VERSION_MAJOR >= 3
     result = options.parse(argc, argv);
-  } catch (const cxxopts::exceptions::exception& e) {
-    throw Error(std::string(e.what()) + " (see 'luong " + options.program().substr(6) + " --help')");
+    const std::vector<std::string> extra = result.unmatched();
+#else
+    // cxxopts 2 removes what it parsed from argc/argv and leaves the rest.
+    result = options.parse(argc, argv);
+    const std::vector<std::string> extra(argv + 1, argv + argc);
+#endif
+    if (!extra.empty()) throw Error("unexpected argument '" + extra.front() + "'");
+  } catch (const LUONG_CXXOPTS_EXCEPTION& e) {
+    throw Error(std::string(e.what()) + " (see 'luong " + command + " --help')");
   }
   if (result.count("help")) {
     std::cout << options.help() << std::endl;
     return false;
   }
-  if (!result.unmatched().empty()) {
-    throw Error("unexpected argument '" + result.unmatched().front() + "'");
-  }
   return true;
-}
-
-void add_runtime_options(cxxopts::Options& options) {
-  options.add_options("runtime")
-      ("threads", "LibTorch intra-op threads (0 = the cores this process may use); BLAS gets 1",
-       cxxopts::value<int>()->default_value("0"))
-      ("device", "cpu or cuda[:N]", cxxopts::value<std::string>()->default_value("cpu"));
-}
-
-std::string setup_runtime(const cxxopts::ParseResult& result) {
-  const int threads = result["threads"].as<int>();
-  if (threads < 0) throw Error("--threads must be >= 0");
-  configure_threads(threads);
-  const std::string device = result["device"].as<std::string>();
-  try {
-    const torch::Device parsed(device);
-    if (parsed.is_cuda() && !torch::cuda::is_available()) {
-      throw Error("--device " + device + ": this build or machine has no CUDA device");
-    }
-  } catch (const c10::Error&) {
-    throw Error("--device: unknown device '" + device + "' (expected cpu or cuda[:N])");
-  }
-  return device;
 }
 
 }  // namespace luong::cli

@@ -2,6 +2,7 @@
 // seed's training curve.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "luong/cloze/cloze_autograd.h"
@@ -46,6 +47,32 @@ TEST(ClozeTest, ManualGradientsEqualAutogradToOneEMinus10) {
       EXPECT_LE(diff.max_rel, 1e-10) << diff.name << " on a sentence of " << sentence.size() << " tokens";
       std::printf("  %-4s max|diff| %.2e rel %.2e\n", diff.name, diff.max_abs, diff.max_rel);
     }
+  }
+}
+
+TEST(ClozeTest, BatchedGradientEqualsTheSumOfSentenceGradients) {
+  const ClozeCorpus corpus = make_cloze_corpus();
+  ClozeParameters params(ClozeDims{});
+  init_numpy(params, 3);
+  ClozeParameters summed(params.dims);
+  ClozeTransposes transposes;
+  transposes.update(params);
+  ClozeWorkspace ws(params.dims, 30);
+  double loss = 0;
+  for (const auto& ids : corpus.ids) {
+    loss += cloze_forward_backward(params, transposes, ids.data(), static_cast<int>(ids.size()), summed, ws);
+  }
+  for (int threads : {1, 2, 3}) {
+    ClozeBatch batch(params.dims, corpus.ids);
+    ClozeParameters grads(params.dims);
+    const double batch_loss = batch.forward_backward(params, grads, threads);
+    EXPECT_NEAR(batch_loss, loss, 1e-12 * loss);
+    double worst = 0, scale = 0;
+    for (std::size_t i = 0; i < grads.data.size(); ++i) {
+      worst = std::max(worst, std::abs(grads.data[i] - summed.data[i]));
+      scale = std::max(scale, std::abs(summed.data[i]));
+    }
+    EXPECT_LE(worst / scale, 1e-12) << threads << " threads";
   }
 }
 

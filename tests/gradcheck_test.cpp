@@ -33,6 +33,9 @@ struct AttentionCase {
   AttentionConfig config;
 };
 
+// Test names and failure messages show the case's name rather than its bytes.
+void PrintTo(const AttentionCase& c, std::ostream* out) { *out << c.name; }
+
 class AttentionGradientTest : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(AttentionGradientTest, MatchesFiniteDifferences) {
@@ -94,6 +97,10 @@ TEST(GradientCheckTest, PositionPredictorReceivesGradient) {
   EXPECT_GT(attention->position_predictor->weight.grad().abs().sum().item<double>(), 1e-8);
   EXPECT_GT(attention->position_weights->weight.grad().abs().sum().item<double>(), 1e-8);
 }
+
+}  // namespace
+void PrintTo(DecoderKind kind, std::ostream* out) { *out << to_string(kind); }
+namespace {
 
 class ModelGradientTest : public ::testing::TestWithParam<DecoderKind> {};
 

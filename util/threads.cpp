@@ -1,27 +1,12 @@
-#include "luong/util/threads.h"
-
 #include <dlfcn.h>
 #include <sched.h>
 
-#include <torch/torch.h>
-
+#include <initializer_list>
 #include <thread>
 
+#include "luong/util/threads.h"
+
 namespace luong {
-namespace {
-
-// BLAS libraries export their own thread setters; whichever is loaded is found at run time so
-// that the program needs no environment variables and links against any BLAS.
-void set_blas_threads_to_one() {
-  using SetThreads = void (*)(int);
-  for (const char* name : {"openblas_set_num_threads", "goto_set_num_threads", "bli_thread_set_num_threads"}) {
-    if (auto fn = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, name))) fn(1);
-  }
-  using MklSetThreads = int (*)(int);
-  if (auto fn = reinterpret_cast<MklSetThreads>(::dlsym(RTLD_DEFAULT, "MKL_Set_Num_Threads_Local"))) fn(1);
-}
-
-}  // namespace
 
 int available_cores() {
   cpu_set_t set;
@@ -34,20 +19,15 @@ int available_cores() {
   return hw > 0 ? static_cast<int>(hw) : 1;
 }
 
-int configure_threads(int threads) {
-  const int count = threads > 0 ? threads : available_cores();
-  set_blas_threads_to_one();
-  torch::set_num_threads(count);
-  static bool interop_set = false;
-  if (!interop_set) {
-    interop_set = true;
-    try {
-      torch::set_num_interop_threads(1);
-    } catch (const c10::Error&) {
-      // Only settable before the first inter-op task; later calls keep the earlier setting.
-    }
+void set_blas_threads_to_one() {
+  // BLAS libraries export their own thread setters; whichever is loaded is found at run time so
+  // that the program needs no environment variables and links against any BLAS.
+  using SetThreads = void (*)(int);
+  for (const char* name : {"openblas_set_num_threads", "goto_set_num_threads", "bli_thread_set_num_threads"}) {
+    if (auto fn = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, name))) fn(1);
   }
-  return count;
+  using MklSetThreads = int (*)(int);
+  if (auto fn = reinterpret_cast<MklSetThreads>(::dlsym(RTLD_DEFAULT, "MKL_Set_Num_Threads_Local"))) fn(1);
 }
 
 }  // namespace luong

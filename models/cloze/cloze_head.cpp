@@ -293,45 +293,127 @@ void adam_update(ClozeParameters& params, const ClozeParameters& grads, std::vec
   }
 }
 
+ClozeBatch::ClozeBatch(const ClozeDims& dims, const std::vector<std::vector<int>>& sentences)
+    : dims_(dims), chunk_grads_(kChunks, ClozeParameters(dims)) {
+  sentence_begin_.push_back(0);
+  for (const auto& sentence : sentences) {
+    idx_.insert(idx_.end(), sentence.begin(), sentence.end());
+    sentence_begin_.push_back(static_cast<int>(idx_.size()));
+    const auto n = sentence.size();
+    for (auto* per : {&S_, &A_, &dA_, &dS_}) per->emplace_back(n * n, 0.0);
+    V_t_.emplace_back(n * static_cast<std::size_t>(dims.dv), 0.0);
+  }
+  total_ = static_cast<int>(idx_.size());
+  for (int c = 0; c <= kChunks; ++c) chunk_begin_[c] = total_ * c / kChunks;
+  const auto t = static_cast<std::size_t>(total_);
+  for (auto* buffer : {&X_, &dX_}) buffer->assign(t * dims.d, 0.0);
+  for (auto* buffer : {&Q_, &K_, &dQ_, &dK_}) buffer->assign(t * dims.dk, 0.0);
+  for (auto* buffer : {&V_, &Z_, &dV_, &dZ_}) buffer->assign(t * dims.dv, 0.0);
+  for (auto* buffer : {&scores_, &P_, &dscores_}) buffer->assign(t * dims.vocab, 0.0);
+}
+
+LUONG_CLONES
+double ClozeBatch::forward_backward(const ClozeParameters& params, ClozeParameters& grads, int threads) {
+  const ClozeDims& m = dims_;
+  ClozeTransposes t;
+  t.update(params);
+  const int sentences = static_cast<int>(sentence_begin_.size()) - 1;
+#pragma omp parallel num_threads(threads)
+  {
+    // rows: embedding and projections
+#pragma omp for schedule(static)
+    for (int c = 0; c < kChunks; ++c) {
+      const int r = chunk_begin_[c], n = chunk_begin_[c + 1] - r;
+      embedding_forward(&X_[static_cast<std::size_t>(r) * m.d], params.E(), &idx_[static_cast<std::size_t>(r)], n, m.d);
+      matmul_forward(&Q_[static_cast<std::size_t>(r) * m.dk], &X_[static_cast<std::size_t>(r) * m.d], params.W_Q(), n, m.d, m.dk);
+      matmul_forward(&K_[static_cast<std::size_t>(r) * m.dk], &X_[static_cast<std::size_t>(r) * m.d], params.W_K(), n, m.d, m.dk);
+      matmul_forward(&V_[static_cast<std::size_t>(r) * m.dv], &X_[static_cast<std::size_t>(r) * m.d], params.W_V(), n, m.d, m.dv);
+    }
+    // sentences: attention
+#pragma omp for schedule(static)
+    for (int s = 0; s < sentences; ++s) {
+      const int r = sentence_begin_[s], n = sentence_begin_[s + 1] - r;
+      const auto su = static_cast<std::size_t>(s);
+      attention_scores_forward(S_[su].data(), &Q_[static_cast<std::size_t>(r) * m.dk], &K_[static_cast<std::size_t>(r) * m.dk], n, m.dk);
+      softmax_rows_forward(A_[su].data(), S_[su].data(), n, n);
+      matmul_forward(&Z_[static_cast<std::size_t>(r) * m.dv], A_[su].data(), &V_[static_cast<std::size_t>(r) * m.dv], n, n, m.dv);
+    }
+    // rows: readout, loss, and its backward down to dZ
+#pragma omp for schedule(static)
+    for (int c = 0; c < kChunks; ++c) {
+      const int r = chunk_begin_[c], n = chunk_begin_[c + 1] - r;
+      const auto rv = static_cast<std::size_t>(r) * m.vocab;
+      const auto rz = static_cast<std::size_t>(r) * m.dv;
+      matmul_forward(&scores_[rv], &Z_[rz], params.W_O(), n, m.dv, m.vocab);
+      softmax_rows_forward(&P_[rv], &scores_[rv], n, m.vocab);
+      chunk_loss_[c] = cross_entropy_forward(&P_[rv], &idx_[static_cast<std::size_t>(r)], n, m.vocab);
+      std::fill_n(&dscores_[rv], static_cast<std::size_t>(n) * m.vocab, 0.0);
+      cross_entropy_backward(&dscores_[rv], &P_[rv], &idx_[static_cast<std::size_t>(r)], n, m.vocab);
+      ClozeParameters& g = chunk_grads_[static_cast<std::size_t>(c)];
+      std::fill(g.data.begin(), g.data.end(), 0.0);
+      std::fill_n(&dZ_[rz], static_cast<std::size_t>(n) * m.dv, 0.0);
+      matmul_backward(&dZ_[rz], g.W_O(), &dscores_[rv], &Z_[rz], t.W_O_t.data(), n, m.dv, m.vocab);
+    }
+    // sentences: attention backward
+#pragma omp for schedule(static)
+    for (int s = 0; s < sentences; ++s) {
+      const int r = sentence_begin_[s], n = sentence_begin_[s + 1] - r;
+      const auto su = static_cast<std::size_t>(s);
+      const double* V = &V_[static_cast<std::size_t>(r) * m.dv];
+      double* V_t = V_t_[su].data();
+      for (int i = 0; i < n; ++i) {
+        for (int c = 0; c < m.dv; ++c) V_t[static_cast<std::size_t>(c) * n + i] = V[static_cast<std::size_t>(i) * m.dv + c];
+      }
+      std::fill(dA_[su].begin(), dA_[su].end(), 0.0);
+      std::fill(dS_[su].begin(), dS_[su].end(), 0.0);
+      double* dV = &dV_[static_cast<std::size_t>(r) * m.dv];
+      double* dQ = &dQ_[static_cast<std::size_t>(r) * m.dk];
+      double* dK = &dK_[static_cast<std::size_t>(r) * m.dk];
+      std::fill_n(dV, static_cast<std::size_t>(n) * m.dv, 0.0);
+      std::fill_n(dQ, static_cast<std::size_t>(n) * m.dk, 0.0);
+      std::fill_n(dK, static_cast<std::size_t>(n) * m.dk, 0.0);
+      matmul_backward(dA_[su].data(), dV, &dZ_[static_cast<std::size_t>(r) * m.dv], A_[su].data(), V_t, n, n, m.dv);
+      softmax_rows_backward(dS_[su].data(), dA_[su].data(), A_[su].data(), n, n);
+      attention_scores_backward(dQ, dK, dS_[su].data(), &Q_[static_cast<std::size_t>(r) * m.dk],
+                                &K_[static_cast<std::size_t>(r) * m.dk], n, m.dk);
+    }
+    // rows: projection backward
+#pragma omp for schedule(static)
+    for (int c = 0; c < kChunks; ++c) {
+      const int r = chunk_begin_[c], n = chunk_begin_[c + 1] - r;
+      ClozeParameters& g = chunk_grads_[static_cast<std::size_t>(c)];
+      double* dX = &dX_[static_cast<std::size_t>(r) * m.d];
+      const double* X = &X_[static_cast<std::size_t>(r) * m.d];
+      std::fill_n(dX, static_cast<std::size_t>(n) * m.d, 0.0);
+      matmul_backward(dX, g.W_Q(), &dQ_[static_cast<std::size_t>(r) * m.dk], X, t.W_Q_t.data(), n, m.d, m.dk);
+      matmul_backward(dX, g.W_K(), &dK_[static_cast<std::size_t>(r) * m.dk], X, t.W_K_t.data(), n, m.d, m.dk);
+      matmul_backward(dX, g.W_V(), &dV_[static_cast<std::size_t>(r) * m.dv], X, t.W_V_t.data(), n, m.d, m.dv);
+    }
+  }
+  // Block sums in a fixed order, then the embedding scatter in token order.
+  std::fill(grads.data.begin(), grads.data.end(), 0.0);
+  double loss = 0;
+  for (int c = 0; c < kChunks; ++c) {
+    const double* g = chunk_grads_[static_cast<std::size_t>(c)].data.data();
+    for (std::size_t i = 0; i < grads.data.size(); ++i) grads.data[i] += g[i];
+    loss += chunk_loss_[c];
+  }
+  embedding_backward(grads.E(), dX_.data(), idx_.data(), total_, m.d);
+  return loss;
+}
+
 ClozeTrainResult train_cloze(ClozeParameters& params, const std::vector<std::vector<int>>& sentences, int updates,
                              int threads, const AdamOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  const int count = static_cast<int>(sentences.size());
-  int longest = 1;
-  int total_tokens = 0;
-  for (const auto& s : sentences) {
-    longest = std::max(longest, static_cast<int>(s.size()));
-    total_tokens += static_cast<int>(s.size());
-  }
-  std::vector<ClozeParameters> sentence_grads(static_cast<std::size_t>(count), ClozeParameters(params.dims));
-  std::vector<double> sentence_loss(static_cast<std::size_t>(count), 0.0);
-  std::vector<ClozeWorkspace> workspaces(static_cast<std::size_t>(std::max(1, threads)), ClozeWorkspace(params.dims, longest));
+  ClozeBatch batch(params.dims, sentences);
   ClozeParameters grads(params.dims);
   std::vector<double> m(params.data.size(), 0.0), v(params.data.size(), 0.0);
-  ClozeTransposes transposes;
+  const int count = static_cast<int>(sentences.size());
   ClozeTrainResult result;
-
   for (int update = 1; update <= updates; ++update) {
-    transposes.update(params);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int s = 0; s < count; ++s) {
-      ClozeParameters& g = sentence_grads[static_cast<std::size_t>(s)];
-      std::fill(g.data.begin(), g.data.end(), 0.0);
-      const auto& ids = sentences[static_cast<std::size_t>(s)];
-      sentence_loss[static_cast<std::size_t>(s)] = cloze_forward_backward(
-          params, transposes, ids.data(), static_cast<int>(ids.size()), g,
-          workspaces[static_cast<std::size_t>(omp_get_thread_num())]);
-    }
-    // Sum in sentence order, as the seed accumulates, whatever the thread count.
-    std::fill(grads.data.begin(), grads.data.end(), 0.0);
-    double total_loss = 0.0;
-    for (int s = 0; s < count; ++s) {
-      const double* g = sentence_grads[static_cast<std::size_t>(s)].data.data();
-      for (std::size_t i = 0; i < grads.data.size(); ++i) grads.data[i] += g[i];
-      total_loss += sentence_loss[static_cast<std::size_t>(s)];
-    }
+    const double total_loss = batch.forward_backward(params, grads, std::max(1, threads));
     adam_update(params, grads, m, v, update, 1.0 / count, options);
-    if (update == 1 || update % 20 == 0) result.loss_curve.emplace_back(update, total_loss / total_tokens);
+    if (update == 1 || update % 20 == 0) result.loss_curve.emplace_back(update, total_loss / batch.tokens());
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

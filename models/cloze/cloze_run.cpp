@@ -1,7 +1,5 @@
 #include "luong/cloze/cloze_run.h"
 
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -51,9 +49,9 @@ ClozeRunReport run_cloze(const ClozeRunOptions& options, std::ostream& out) {
   if (options.init == "numpy") {
     init_numpy(params, options.seed);
   } else {
-    torch::manual_seed(options.seed);
-    const torch::Tensor draws = torch::randn({static_cast<int64_t>(params.data.size())}, torch::kDouble) * 0.1;
-    std::copy(draws.data_ptr<double>(), draws.data_ptr<double>() + draws.numel(), params.data.begin());
+    if (!options.torch_randn) throw Error("--init torch needs LibTorch, which this build cannot load");
+    const std::vector<double> draws = options.torch_randn(params.data.size(), options.seed);
+    for (std::size_t i = 0; i < params.data.size(); ++i) params.data[i] = 0.1 * draws[i];
   }
 
   const int threads = options.threads > 0 ? options.threads : available_cores();

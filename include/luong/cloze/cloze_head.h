@@ -116,6 +116,34 @@ struct AdamOptions {
 void adam_update(ClozeParameters& params, const ClozeParameters& grads, std::vector<double>& m, std::vector<double>& v,
                  int step, double grad_scale, const AdamOptions& options);
 
+/// The whole corpus as one batch of T tokens: the row-wise layers (embedding, projections, readout,
+/// loss) run on [T, ...] matrices split into kChunks fixed row blocks, the attention layers per
+/// sentence. Row blocks and sentences are shared among threads; weight gradients are summed per
+/// block, then over blocks in order, so the result does not depend on the thread count.
+class ClozeBatch {
+ public:
+  static constexpr int kChunks = 4;
+
+  ClozeBatch(const ClozeDims& dims, const std::vector<std::vector<int>>& sentences);
+
+  /// Sets `grads` to d(loss)/d(parameters) summed over all sentences; returns the summed loss.
+  double forward_backward(const ClozeParameters& params, ClozeParameters& grads, int threads);
+
+  int tokens() const { return total_; }
+
+ private:
+  ClozeDims dims_;
+  std::vector<int> idx_;                     // all token ids, sentence after sentence
+  std::vector<int> sentence_begin_;          // size sentences + 1
+  int total_ = 0;
+  int chunk_begin_[kChunks + 1] = {};
+  std::vector<double> X_, Q_, K_, V_, Z_, scores_, P_;
+  std::vector<double> dX_, dQ_, dK_, dV_, dZ_, dscores_;
+  std::vector<std::vector<double>> S_, A_, V_t_, dA_, dS_;  // per sentence
+  std::vector<ClozeParameters> chunk_grads_;
+  double chunk_loss_[kChunks] = {};
+};
+
 struct ClozeTrainResult {
   std::vector<std::pair<int, double>> loss_curve;  ///< (update, mean loss per token): update 1 and every 20th
   double seconds = 0;

@@ -1,5 +1,6 @@
 #pragma once
 // The seed notebook's whole run: corpus, training, display sentence, CSVs and preview PNG.
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -12,8 +13,11 @@ struct ClozeRunOptions {
   int updates = 4000;
   /// Where attention_loss.csv, attention_weights.csv and attention.png go.
   std::string out_dir = ".";
-  /// "numpy": the seed's np.random.seed(0) + randn draws; "torch": torch::randn after manual_seed.
+  /// "numpy": the seed's np.random.seed(0) + randn draws; "torch": `torch_randn` fills the values.
   std::string init = "numpy";
+  /// Standard normal draws from LibTorch's generator (count, seed) -> values; needed for init "torch".
+  /// A hook, so that this library (and `luong cloze`) runs without loading LibTorch.
+  std::function<std::vector<double>(std::size_t, unsigned)> torch_randn;
   unsigned seed = 0;
   /// Threads for the sentences of an update (0 = available cores).
   int threads = 0;

@@ -29,6 +29,11 @@ struct Hypothesis {
   std::vector<float> positions;                  ///< local attention's p_t per step (empty for global)
 };
 
+/// Beam search for one sentence: src [1, S], src_lengths [1]. With beam 1 it makes the same choices
+/// as greedy decoding. Call under InferenceMode (translate() does).
+Hypothesis beam_search(models::Seq2SeqImpl& model, const torch::Tensor& src, const torch::Tensor& src_lengths,
+                       const SearchOptions& options);
+
 /// Translates a batch. src [B, S] int64, src_lengths [B] -> one hypothesis per row. Runs under
 /// InferenceMode in eval mode; beam 1 decodes the whole batch at once, wider beams one sentence at
 /// a time with the beams as the batch.

@@ -11,4 +11,7 @@ int configure_threads(int threads);
 /// Cores available to this process (its CPU affinity mask), at least 1.
 int available_cores();
 
+/// Sets OpenBLAS's (or BLIS's, MKL's) own pool to one thread, if such a library is loaded.
+void set_blas_threads_to_one();
+
 }  // namespace luong

@@ -1,0 +1,189 @@
+// The `luong` binary end to end: small runs on the built-in corpus, every subcommand, bad input,
+// exact resumption and reproducible configs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "luong/models/state_dict.h"
+#include "luong/util/json.h"
+#include "test_paths.h"
+
+namespace luong {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CommandResult {
+  int status = -1;
+  std::string out;  // stdout and stderr together
+};
+
+CommandResult run(const std::string& args, const std::string& stdin_text = "") {
+  const fs::path dir = fs::temp_directory_path() / "luong_cli_test";
+  fs::create_directories(dir);
+  // One input file per call: ctest runs several of these tests at once.
+  static int calls = 0;
+  const std::string input = (dir / ("stdin." + std::to_string(::getpid()) + "." + std::to_string(calls++))).string();
+  std::ofstream(input, std::ios::binary) << stdin_text;
+  const std::string command = std::string(LUONG_BINARY) + " " + args + " <" + input + " 2>&1";
+  CommandResult r;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  char buffer[4096];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  fs::remove(input);
+  return r;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string temp_run(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / "luong_cli_test" / name;
+  fs::remove_all(dir);
+  return dir.string();
+}
+
+const std::string kSmall =
+    "--data builtin:numbers --train-size 256 --dev-size 32 --test-size 32 --hidden 24 --embed 12 --batch 32 "
+    "--threads 1 ";
+
+bool same_weights(const std::string& a, const std::string& b) {
+  const auto x = models::read_state_dict(a), y = models::read_state_dict(b);
+  if (x.size() != y.size()) return false;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (x[i].first != y[i].first || !x[i].second.equal(y[i].second)) return false;
+  }
+  return true;
+}
+
+// loss.csv without the timing column.
+std::string loss_curve(const std::string& run_dir) {
+  std::istringstream in(read(run_dir + "/loss.csv"));
+  std::string line, out;
+  while (std::getline(in, line)) out += line.substr(0, line.rfind(',')) + "\n";
+  return out;
+}
+
+TEST(CliTest, UsageAndUnknownCommand) {
+  EXPECT_EQ(run("").status, 1);
+  const CommandResult unknown = run("frobnicate");
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_NE(unknown.out.find("unknown command 'frobnicate'"), std::string::npos);
+  EXPECT_NE(unknown.out.find("translate"), std::string::npos);
+  const CommandResult help = run("train --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("--attention"), std::string::npos);
+}
+
+TEST(CliTest, BadInputIsOneLineAndExitTwo) {
+  for (const std::string& args : {std::string("train --data /nonexistent.tsv --out ") + temp_run("bad1"),
+                                  std::string("train --bogus-option"),
+                                  std::string("train --data builtin:numbers --attention cosine --out ") + temp_run("bad2"),
+                                  std::string("evaluate --model /nonexistent_run"),
+                                  std::string("train --data ") + test::fixture("no_tab.tsv") + " --out " + temp_run("bad3")}) {
+    const CommandResult r = run(args);
+    EXPECT_EQ(r.status, 2) << args << "\n" << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << args << "\n" << r.out;
+  }
+  const CommandResult no_tab = run(std::string("train --data ") + test::fixture("no_tab.tsv") + " --out " + temp_run("bad4"));
+  EXPECT_NE(no_tab.out.find("no_tab.tsv:2:"), std::string::npos) << no_tab.out;
+}
+
+TEST(CliTest, TrainEvaluateTranslateTrace) {
+  const std::string dir = temp_run("full");
+  const CommandResult train = run("train " + kSmall + "--epochs 2 --attention local-p --out " + dir);
+  ASSERT_EQ(train.status, 0) << train.out;
+  for (const char* file : {"model.pt", "best_model.pt", "config.json", "source.vocab", "target.vocab", "loss.csv",
+                           "loss.png", "test.tsv", "checkpoint/optimizer.pt", "checkpoint/state.json"}) {
+    EXPECT_TRUE(fs::exists(dir + "/" + file)) << file;
+  }
+  EXPECT_NE(train.out.find("epoch 2/2"), std::string::npos);
+
+  const CommandResult evaluate = run("evaluate --threads 1 --model " + dir);
+  ASSERT_EQ(evaluate.status, 0) << evaluate.out;
+  const Json json = Json::parse(evaluate.out.substr(0, evaluate.out.find('\n')));
+  EXPECT_EQ(json.at("sentences").as_int(), 32);
+  EXPECT_GT(json.at("perplexity").as_number(), 1.0);
+  EXPECT_GE(json.at("bleu").as_number(), 0.0);
+
+  // Empty lines, invalid UTF-8 and unknown scripts: one output line per input line, exit 0.
+  const CommandResult translate = run("translate --threads 1 --model " + dir, "one hundred\n\n\xff\xfe\nالسلام\nseven\n");
+  ASSERT_EQ(translate.status, 0) << translate.out;
+  EXPECT_EQ(std::count(translate.out.begin(), translate.out.end(), '\n'), 5) << translate.out;
+  const CommandResult beam = run("translate --threads 1 --beam 4 --model " + dir, "twelve\n");
+  EXPECT_EQ(beam.status, 0) << beam.out;
+
+  const std::string png = dir + "/trace.png";
+  const std::string csv = dir + "/trace.csv";
+  const CommandResult trace = run("trace --threads 1 --model " + dir + " --sentence \"three hundred\" --heatmap " + png + " --csv " + csv);
+  ASSERT_EQ(trace.status, 0) << trace.out;
+  EXPECT_NE(trace.out.find("step 0: produced"), std::string::npos);
+  EXPECT_NE(trace.out.find("<== peak"), std::string::npos);
+  EXPECT_EQ(read(png).substr(1, 3), "PNG");
+  EXPECT_EQ(read(csv).substr(0, 6), "q,k,w\n");
+}
+
+TEST(CliTest, ResumeGivesTheParametersOfAnUninterruptedRun) {
+  const std::string straight = temp_run("straight");
+  const std::string halves = temp_run("halves");
+  ASSERT_EQ(run("train " + kSmall + "--epochs 2 --out " + straight).status, 0);
+  ASSERT_EQ(run("train " + kSmall + "--epochs 1 --out " + halves).status, 0);
+  const CommandResult again = run("train " + kSmall + "--epochs 1 --out " + halves);
+  EXPECT_EQ(again.status, 2);  // refuses to overwrite a run
+  const CommandResult resumed = run("train --resume --epochs 2 --threads 1 --out " + halves);
+  ASSERT_EQ(resumed.status, 0) << resumed.out;
+  EXPECT_TRUE(same_weights(straight + "/model.pt", halves + "/model.pt"));
+  EXPECT_EQ(loss_curve(straight), loss_curve(halves));
+}
+
+TEST(CliTest, ConfigReRunsAnExperimentBitForBit) {
+  const std::string first = temp_run("config_a");
+  const std::string second = temp_run("config_b");
+  ASSERT_EQ(run("train " + kSmall + "--epochs 2 --attention general --decoder bahdanau --out " + first).status, 0);
+  const CommandResult rerun = run("train --config " + first + "/config.json --threads 1 --out " + second);
+  ASSERT_EQ(rerun.status, 0) << rerun.out;
+  EXPECT_EQ(loss_curve(first), loss_curve(second));
+  EXPECT_TRUE(same_weights(first + "/model.pt", second + "/model.pt"));
+  const Json config = Json::parse(read(second + "/config.json"));
+  EXPECT_EQ(config.at("decoder").as_string(), "bahdanau");
+}
+
+TEST(CliTest, ExportedModelLoadsInPython) {
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3-torch missing";
+  const std::string dir = temp_run("python");
+  ASSERT_EQ(run("train " + kSmall + "--epochs 1 --out " + dir).status, 0);
+  const std::string command = "/usr/bin/python3 -c \"import torch; d = torch.load('" + dir +
+                              "/model.pt'); assert 'decoder.Wc.weight' in d and 'encoder.gru.weight_ih_l0' in d; "
+                              "assert tuple(d['decoder.Wc.weight'].shape) == (24, 48)\"";
+  EXPECT_EQ(std::system(command.c_str()), 0);
+}
+
+TEST(CliTest, ClozeAndGradcheck) {
+  const std::string dir = temp_run("cloze");
+  const CommandResult cloze = run("cloze --epochs 60 --out " + dir);
+  ASSERT_EQ(cloze.status, 0) << cloze.out;
+  EXPECT_NE(cloze.out.find("[B-tokens] 16 sentences, 98 distinct tokens"), std::string::npos);
+  EXPECT_NE(cloze.out.find("[B-train] initial loss = 4.5846"), std::string::npos);
+  EXPECT_NE(read(dir + "/attention_loss.csv").find("60.000000,0.658661"), std::string::npos);
+  EXPECT_EQ(read(dir + "/attention_weights.csv").substr(0, 6), "q,k,w\n");
+  EXPECT_TRUE(fs::exists(dir + "/attention.png"));
+  const CommandResult gradcheck = run("gradcheck --sentences 5");
+  EXPECT_EQ(gradcheck.status, 0) << gradcheck.out;
+  EXPECT_NE(gradcheck.out.find(": ok"), std::string::npos);
+  EXPECT_EQ(run("gradcheck --sentences 2 --tolerance 0").status, 3);
+}
+
+}  // namespace
+}  // namespace luong
