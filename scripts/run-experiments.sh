@@ -21,12 +21,11 @@ for decoder in luong bahdanau; do
     sed "s|\"out\": \"runs/experiments/$name\"|\"out\": \"runs/$name\"|" "$out/config.json" > "experiments/$name.json"
     greedy=$("$luong" evaluate --model "$out" 2>/dev/null)
     beam=$("$luong" evaluate --model "$out" --beam 5 2>/dev/null)
-    first=$(sed -n 2p "$out/loss.csv" | cut -d, -f2)
-    tenth=$(sed -n 11p "$out/loss.csv" | cut -d, -f2)
+    first=$(sed -n 2p "$out/loss.csv" | cut -d, -f2 | xargs printf %.4f)
+    tenth=$(sed -n 11p "$out/loss.csv" | cut -d, -f2 | xargs printf %.4f)
     best=$(cut -d, -f4 "$out/loss.csv" | tail -n +2 | sort -g | tail -1)
-    rate=$(cut -d, -f5 "$out/loss.csv" | tail -n +3 | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
     field() { sed -E "s/.*\"$1\":([-0-9.e]+).*/\1/" <<<"$2"; }
-    rows+=("| $attention | $decoder | $first | $tenth | $best | $(printf %.2f "$(field bleu "$greedy")") | $(printf %.2f "$(field bleu "$beam")") | $(printf %.1f "$(field chrf "$greedy")") | $(printf %.1f "$(field perplexity "$greedy")") | $rate |")
+    rows+=("| $attention | $decoder | $first | $tenth | $best | $(printf %.2f "$(field bleu "$greedy")") | $(printf %.2f "$(field bleu "$beam")") | $(printf %.1f "$(field chrf "$greedy")") | $(printf %.1f "$(field perplexity "$greedy")") |")
     echo "run-experiments: $name done" >&2
   done
 done
@@ -36,11 +35,11 @@ done
   echo
   echo "Tatoeba ara-eng (../shared/data), English -> Arabic, the notebook's sizes: 3000 training pairs of at most"
   echo "12 words, 300 dev, 300 test, hidden 64, embedding 28, batch 32, Adam 1e-3, clip 1.0, 20 epochs, seed 0,"
-  echo "2 threads. Test scores use the weights of the best dev-BLEU epoch. Produced by \`scripts/run-experiments.sh\`"
+  echo "2 threads (throughput is in BENCHMARKS.md). Test scores use the weights of the best dev-BLEU epoch. Produced by \`scripts/run-experiments.sh\`"
   echo "(configs in experiments/)."
   echo
-  echo "| attention | decoder | train loss ep. 1 | train loss ep. 10 | best dev BLEU | test BLEU greedy | test BLEU beam 5 | test chrF | test ppl | tok/s |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
+  echo "| attention | decoder | train loss ep. 1 | train loss ep. 10 | best dev BLEU | test BLEU greedy | test BLEU beam 5 | test chrF | test ppl |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
 } > docs/RESULTS.md
 echo "run-experiments: wrote docs/RESULTS.md" >&2

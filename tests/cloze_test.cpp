@@ -109,9 +109,15 @@ TEST(ClozeTest, FullRunLearnsAndTheDisplayAttentionIsValid) {
   init_numpy(params, 0);
   const ClozeTrainResult result = train_cloze(params, corpus.ids, 4000, 2);
   EXPECT_EQ(result.loss_curve.size(), 201u);
-  // The seed asserts a drop of 0.3; its runs end between 1e-5 and 0.05 depending on the BLAS's
-  // rounding (the curve has loss spikes that amplify last-bit differences).
-  EXPECT_LT(result.loss_curve.back().second, 0.1);
+  // The seed asserts a drop of 0.3. Past update ~140 the curve is chaotic: Adam at lr 0.02 has loss
+  // spikes that amplify last-bit rounding differences, so the seed itself ends anywhere between
+  // 1e-5 and 0.05 depending on the BLAS. What must hold: the drop, and a low loss late in training.
+  EXPECT_LT(result.loss_curve.back().second, result.loss_curve.front().second - 0.3);
+  double late_best = 1e9;
+  for (const auto& [update, loss] : result.loss_curve) {
+    if (update > 3000) late_best = std::min(late_best, loss);
+  }
+  EXPECT_LT(late_best, 0.05);
   const auto& display = corpus.ids[0];
   const int n = static_cast<int>(display.size());
   const std::vector<double> A = cloze_attention(params, display.data(), n);

@@ -7,6 +7,7 @@ namespace luong {
 int configure_threads(int threads) {
   const int count = threads > 0 ? threads : available_cores();
   set_blas_threads_to_one();
+  configure_allocator();
   torch::set_num_threads(count);
   static bool interop_set = false;
   if (!interop_set) {

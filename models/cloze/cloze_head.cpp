@@ -55,12 +55,16 @@ inline double vector_exp(double x) {
 }  // namespace
 
 // ---- layer pairs -------------------------------------------------------------------------------
+// The bodies are always inlined into the cloned callers below, so that each clone compiles them for
+// its instruction set; the public functions are thin wrappers.
+#define LUONG_KERNEL [[gnu::always_inline]] inline
 
-void embedding_forward(double* X, const double* E, const int* idx, int n, int d) {
+
+LUONG_KERNEL void embedding_forward_impl(double* X, const double* E, const int* idx, int n, int d) {
   for (int i = 0; i < n; ++i) std::memcpy(X + i * d, E + static_cast<std::size_t>(idx[i]) * d, sizeof(double) * d);
 }
 
-void embedding_backward(double* dE, const double* dX, const int* idx, int n, int d) {
+LUONG_KERNEL void embedding_backward_impl(double* dE, const double* dX, const int* idx, int n, int d) {
   for (int i = 0; i < n; ++i) {
     double* row = dE + static_cast<std::size_t>(idx[i]) * d;
     const double* g = dX + i * d;
@@ -68,46 +72,83 @@ void embedding_backward(double* dE, const double* dX, const int* idx, int n, int
   }
 }
 
-void matmul_forward(double* out, const double* a, const double* b, int n, int k, int m) {
-  // i-k-j order: the inner loop runs along contiguous rows of b and out, so it vectorises.
+// The products are output-stationary: a block of kBlock outputs stays in registers while the
+// reduction runs, instead of being loaded and stored once per term. Every output is summed in
+// ascending order of the reduction index, like numpy's naive order (GCC may fuse multiply-adds).
+constexpr int kBlock = 8;
+
+LUONG_KERNEL void matmul_forward_impl(double* out, const double* a, const double* b, int n, int k, int m) {
   for (int i = 0; i < n; ++i) {
-    double* o = out + i * m;
-    std::fill(o, o + m, 0.0);
-    for (int kk = 0; kk < k; ++kk) {
-      const double aik = a[i * k + kk];
-      const double* brow = b + kk * m;
-      for (int j = 0; j < m; ++j) o[j] += aik * brow[j];
+    const double* arow = a + i * k;
+    double* orow = out + i * m;
+    int j0 = 0;
+    for (; j0 + kBlock <= m; j0 += kBlock) {
+      double acc[kBlock] = {};
+      for (int kk = 0; kk < k; ++kk) {
+        const double aik = arow[kk];
+        const double* brow = b + kk * m + j0;
+        for (int j = 0; j < kBlock; ++j) acc[j] += aik * brow[j];
+      }
+      for (int j = 0; j < kBlock; ++j) orow[j0 + j] = acc[j];
+    }
+    for (int j = j0; j < m; ++j) {
+      double acc = 0.0;
+      for (int kk = 0; kk < k; ++kk) acc += arow[kk] * b[kk * m + j];
+      orow[j] = acc;
     }
   }
 }
 
-void matmul_backward(double* da, double* db, const double* dout, const double* a, const double* b_t, int n, int k,
-                     int m) {
+LUONG_KERNEL void matmul_backward_impl(double* da, double* db, const double* dout, const double* a, const double* b_t, int n, int k,
+                                int m) {
   if (da != nullptr) {
-    // da[i, :] += sum_j dout[i, j] * b^T[j, :]
+    // da[i, kk] += sum_j dout[i, j] * b^T[j, kk]
     for (int i = 0; i < n; ++i) {
+      const double* g = dout + i * m;
       double* row = da + i * k;
-      for (int j = 0; j < m; ++j) {
-        const double g = dout[i * m + j];
-        const double* bt = b_t + j * k;
-        for (int kk = 0; kk < k; ++kk) row[kk] += g * bt[kk];
+      int k0 = 0;
+      for (; k0 + kBlock <= k; k0 += kBlock) {
+        double acc[kBlock];
+        for (int c = 0; c < kBlock; ++c) acc[c] = row[k0 + c];
+        for (int j = 0; j < m; ++j) {
+          const double gj = g[j];
+          const double* bt = b_t + j * k + k0;
+          for (int c = 0; c < kBlock; ++c) acc[c] += gj * bt[c];
+        }
+        for (int c = 0; c < kBlock; ++c) row[k0 + c] = acc[c];
+      }
+      for (int kk = k0; kk < k; ++kk) {
+        double acc = row[kk];
+        for (int j = 0; j < m; ++j) acc += g[j] * b_t[j * k + kk];
+        row[kk] = acc;
       }
     }
   }
   if (db != nullptr) {
-    // db[kk, :] += sum_i a[i, kk] * dout[i, :]
-    for (int i = 0; i < n; ++i) {
-      const double* g = dout + i * m;
-      for (int kk = 0; kk < k; ++kk) {
-        const double aik = a[i * k + kk];
-        double* row = db + kk * m;
-        for (int j = 0; j < m; ++j) row[j] += aik * g[j];
+    // db[kk, j] += sum_i a[i, kk] * dout[i, j]
+    for (int kk = 0; kk < k; ++kk) {
+      double* row = db + kk * m;
+      int j0 = 0;
+      for (; j0 + kBlock <= m; j0 += kBlock) {
+        double acc[kBlock];
+        for (int j = 0; j < kBlock; ++j) acc[j] = row[j0 + j];
+        for (int i = 0; i < n; ++i) {
+          const double aik = a[i * k + kk];
+          const double* g = dout + i * m + j0;
+          for (int j = 0; j < kBlock; ++j) acc[j] += aik * g[j];
+        }
+        for (int j = 0; j < kBlock; ++j) row[j0 + j] = acc[j];
+      }
+      for (int j = j0; j < m; ++j) {
+        double acc = row[j];
+        for (int i = 0; i < n; ++i) acc += a[i * k + kk] * dout[i * m + j];
+        row[j] = acc;
       }
     }
   }
 }
 
-void softmax_rows_forward(double* P, const double* S, int rows, int cols) {
+LUONG_KERNEL void softmax_rows_forward_impl(double* P, const double* S, int rows, int cols) {
   for (int r = 0; r < rows; ++r) {
     const double* s = S + r * cols;
     double* p = P + r * cols;
@@ -119,7 +160,7 @@ void softmax_rows_forward(double* P, const double* S, int rows, int cols) {
   }
 }
 
-void softmax_rows_backward(double* dS, const double* dP, const double* P, int rows, int cols) {
+LUONG_KERNEL void softmax_rows_backward_impl(double* dS, const double* dP, const double* P, int rows, int cols) {
   for (int r = 0; r < rows; ++r) {
     const double* p = P + r * cols;
     const double* g = dP + r * cols;
@@ -130,7 +171,7 @@ void softmax_rows_backward(double* dS, const double* dP, const double* P, int ro
   }
 }
 
-void attention_scores_forward(double* S, const double* Q, const double* K, int n, int dk) {
+LUONG_KERNEL void attention_scores_forward_impl(double* S, const double* Q, const double* K, int n, int dk) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(dk));
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
@@ -141,7 +182,7 @@ void attention_scores_forward(double* S, const double* Q, const double* K, int n
   }
 }
 
-void attention_scores_backward(double* dQ, double* dK, const double* dS, const double* Q, const double* K, int n,
+LUONG_KERNEL void attention_scores_backward_impl(double* dQ, double* dK, const double* dS, const double* Q, const double* K, int n,
                                int dk) {
   const double scale = 1.0 / std::sqrt(static_cast<double>(dk));
   for (int i = 0; i < n; ++i) {
@@ -156,18 +197,31 @@ void attention_scores_backward(double* dQ, double* dK, const double* dS, const d
   }
 }
 
-double cross_entropy_forward(const double* P, const int* targets, int n, int vocab) {
+LUONG_KERNEL double cross_entropy_forward_impl(const double* P, const int* targets, int n, int vocab) {
   double loss = 0.0;
   for (int i = 0; i < n; ++i) loss -= std::log(P[i * vocab + targets[i]] + 1e-12);
   return loss;
 }
 
-void cross_entropy_backward(double* dscores, const double* P, const int* targets, int n, int vocab) {
+LUONG_KERNEL void cross_entropy_backward_impl(double* dscores, const double* P, const int* targets, int n, int vocab) {
   for (int i = 0; i < n; ++i) {
     for (int c = 0; c < vocab; ++c) dscores[i * vocab + c] += P[i * vocab + c];
     dscores[i * vocab + targets[i]] -= 1.0;
   }
 }
+
+void embedding_forward(double* X, const double* E, const int* idx, int n, int d) { embedding_forward_impl(X, E, idx, n, d); }
+void embedding_backward(double* dE, const double* dX, const int* idx, int n, int d) { embedding_backward_impl(dE, dX, idx, n, d); }
+void matmul_forward(double* out, const double* a, const double* b, int n, int k, int m) { matmul_forward_impl(out, a, b, n, k, m); }
+void matmul_backward(double* da, double* db, const double* dout, const double* a, const double* b_t, int n, int k,
+                     int m) { matmul_backward_impl(da, db, dout, a, b_t, n, k, m); }
+void softmax_rows_forward(double* P, const double* S, int rows, int cols) { softmax_rows_forward_impl(P, S, rows, cols); }
+void softmax_rows_backward(double* dS, const double* dP, const double* P, int rows, int cols) { softmax_rows_backward_impl(dS, dP, P, rows, cols); }
+void attention_scores_forward(double* S, const double* Q, const double* K, int n, int dk) { attention_scores_forward_impl(S, Q, K, n, dk); }
+void attention_scores_backward(double* dQ, double* dK, const double* dS, const double* Q, const double* K, int n,
+                               int dk) { attention_scores_backward_impl(dQ, dK, dS, Q, K, n, dk); }
+double cross_entropy_forward(const double* P, const int* targets, int n, int vocab) { return cross_entropy_forward_impl(P, targets, n, vocab); }
+void cross_entropy_backward(double* dscores, const double* P, const int* targets, int n, int vocab) { cross_entropy_backward_impl(dscores, P, targets, n, vocab); }
 
 // ---- the model ---------------------------------------------------------------------------------
 
@@ -223,16 +277,16 @@ double cloze_forward_backward(const ClozeParameters& params, const ClozeTranspos
                               ClozeParameters& grads, ClozeWorkspace& ws) {
   const ClozeDims& m = params.dims;
   // forward
-  embedding_forward(ws.X.data(), params.E(), idx, n, m.d);                    // X (n, d)
-  matmul_forward(ws.Q.data(), ws.X.data(), params.W_Q(), n, m.d, m.dk);       // Q (n, dk)
-  matmul_forward(ws.K.data(), ws.X.data(), params.W_K(), n, m.d, m.dk);       // K (n, dk)
-  matmul_forward(ws.V.data(), ws.X.data(), params.W_V(), n, m.d, m.dv);       // V (n, dv)
-  attention_scores_forward(ws.S.data(), ws.Q.data(), ws.K.data(), n, m.dk);   // S (n, n)
-  softmax_rows_forward(ws.A.data(), ws.S.data(), n, n);                       // A (n, n)
-  matmul_forward(ws.Z.data(), ws.A.data(), ws.V.data(), n, n, m.dv);          // Z (n, dv)
-  matmul_forward(ws.scores.data(), ws.Z.data(), params.W_O(), n, m.dv, m.vocab);  // scores (n, vocab)
-  softmax_rows_forward(ws.P.data(), ws.scores.data(), n, m.vocab);            // P (n, vocab)
-  const double loss = cross_entropy_forward(ws.P.data(), idx, n, m.vocab);
+  embedding_forward_impl(ws.X.data(), params.E(), idx, n, m.d);                    // X (n, d)
+  matmul_forward_impl(ws.Q.data(), ws.X.data(), params.W_Q(), n, m.d, m.dk);       // Q (n, dk)
+  matmul_forward_impl(ws.K.data(), ws.X.data(), params.W_K(), n, m.d, m.dk);       // K (n, dk)
+  matmul_forward_impl(ws.V.data(), ws.X.data(), params.W_V(), n, m.d, m.dv);       // V (n, dv)
+  attention_scores_forward_impl(ws.S.data(), ws.Q.data(), ws.K.data(), n, m.dk);   // S (n, n)
+  softmax_rows_forward_impl(ws.A.data(), ws.S.data(), n, n);                       // A (n, n)
+  matmul_forward_impl(ws.Z.data(), ws.A.data(), ws.V.data(), n, n, m.dv);          // Z (n, dv)
+  matmul_forward_impl(ws.scores.data(), ws.Z.data(), params.W_O(), n, m.dv, m.vocab);  // scores (n, vocab)
+  softmax_rows_forward_impl(ws.P.data(), ws.scores.data(), n, m.vocab);            // P (n, vocab)
+  const double loss = cross_entropy_forward_impl(ws.P.data(), idx, n, m.vocab);
 
   // backward, in reverse; workspace gradients are zeroed, parameter gradients accumulate
   const auto zero = [n](std::vector<double>& v, int cols) { std::fill_n(v.begin(), static_cast<std::size_t>(n) * cols, 0.0); };
@@ -247,26 +301,26 @@ double cloze_forward_backward(const ClozeParameters& params, const ClozeTranspos
   for (int i = 0; i < n; ++i) {
     for (int c = 0; c < m.dv; ++c) ws.V_t[static_cast<std::size_t>(c) * n + i] = ws.V[static_cast<std::size_t>(i) * m.dv + c];
   }
-  cross_entropy_backward(ws.dscores.data(), ws.P.data(), idx, n, m.vocab);
-  matmul_backward(ws.dZ.data(), grads.W_O(), ws.dscores.data(), ws.Z.data(), t.W_O_t.data(), n, m.dv, m.vocab);
-  matmul_backward(ws.dA.data(), ws.dV.data(), ws.dZ.data(), ws.A.data(), ws.V_t.data(), n, n, m.dv);  // Z = A V
-  softmax_rows_backward(ws.dS.data(), ws.dA.data(), ws.A.data(), n, n);
-  attention_scores_backward(ws.dQ.data(), ws.dK.data(), ws.dS.data(), ws.Q.data(), ws.K.data(), n, m.dk);
-  matmul_backward(ws.dX.data(), grads.W_Q(), ws.dQ.data(), ws.X.data(), t.W_Q_t.data(), n, m.d, m.dk);
-  matmul_backward(ws.dX.data(), grads.W_K(), ws.dK.data(), ws.X.data(), t.W_K_t.data(), n, m.d, m.dk);
-  matmul_backward(ws.dX.data(), grads.W_V(), ws.dV.data(), ws.X.data(), t.W_V_t.data(), n, m.d, m.dv);
-  embedding_backward(grads.E(), ws.dX.data(), idx, n, m.d);
+  cross_entropy_backward_impl(ws.dscores.data(), ws.P.data(), idx, n, m.vocab);
+  matmul_backward_impl(ws.dZ.data(), grads.W_O(), ws.dscores.data(), ws.Z.data(), t.W_O_t.data(), n, m.dv, m.vocab);
+  matmul_backward_impl(ws.dA.data(), ws.dV.data(), ws.dZ.data(), ws.A.data(), ws.V_t.data(), n, n, m.dv);  // Z = A V
+  softmax_rows_backward_impl(ws.dS.data(), ws.dA.data(), ws.A.data(), n, n);
+  attention_scores_backward_impl(ws.dQ.data(), ws.dK.data(), ws.dS.data(), ws.Q.data(), ws.K.data(), n, m.dk);
+  matmul_backward_impl(ws.dX.data(), grads.W_Q(), ws.dQ.data(), ws.X.data(), t.W_Q_t.data(), n, m.d, m.dk);
+  matmul_backward_impl(ws.dX.data(), grads.W_K(), ws.dK.data(), ws.X.data(), t.W_K_t.data(), n, m.d, m.dk);
+  matmul_backward_impl(ws.dX.data(), grads.W_V(), ws.dV.data(), ws.X.data(), t.W_V_t.data(), n, m.d, m.dv);
+  embedding_backward_impl(grads.E(), ws.dX.data(), idx, n, m.d);
   return loss;
 }
 
 std::vector<double> cloze_attention(const ClozeParameters& params, const int* idx, int n) {
   const ClozeDims& m = params.dims;
   ClozeWorkspace ws(m, n);
-  embedding_forward(ws.X.data(), params.E(), idx, n, m.d);
-  matmul_forward(ws.Q.data(), ws.X.data(), params.W_Q(), n, m.d, m.dk);
-  matmul_forward(ws.K.data(), ws.X.data(), params.W_K(), n, m.d, m.dk);
-  attention_scores_forward(ws.S.data(), ws.Q.data(), ws.K.data(), n, m.dk);
-  softmax_rows_forward(ws.A.data(), ws.S.data(), n, n);
+  embedding_forward_impl(ws.X.data(), params.E(), idx, n, m.d);
+  matmul_forward_impl(ws.Q.data(), ws.X.data(), params.W_Q(), n, m.d, m.dk);
+  matmul_forward_impl(ws.K.data(), ws.X.data(), params.W_K(), n, m.d, m.dk);
+  attention_scores_forward_impl(ws.S.data(), ws.Q.data(), ws.K.data(), n, m.dk);
+  softmax_rows_forward_impl(ws.A.data(), ws.S.data(), n, n);
   return std::vector<double>(ws.A.begin(), ws.A.begin() + static_cast<std::ptrdiff_t>(n) * n);
 }
 
@@ -312,83 +366,101 @@ ClozeBatch::ClozeBatch(const ClozeDims& dims, const std::vector<std::vector<int>
   for (auto* buffer : {&scores_, &P_, &dscores_}) buffer->assign(t * dims.vocab, 0.0);
 }
 
+// Each phase is its own cloned function: OpenMP outlines the parallel region into a function of its
+// own, which would otherwise miss the AVX2/AVX-512 versions of the inlined kernels.
 LUONG_CLONES
+void ClozeBatch::rows_forward(int c, const ClozeParameters& params) {
+  const ClozeDims& m = dims_;
+  const int r = chunk_begin_[c], n = chunk_begin_[c + 1] - r;
+  const auto ru = static_cast<std::size_t>(r);
+  embedding_forward_impl(&X_[ru * m.d], params.E(), &idx_[ru], n, m.d);
+  matmul_forward_impl(&Q_[ru * m.dk], &X_[ru * m.d], params.W_Q(), n, m.d, m.dk);
+  matmul_forward_impl(&K_[ru * m.dk], &X_[ru * m.d], params.W_K(), n, m.d, m.dk);
+  matmul_forward_impl(&V_[ru * m.dv], &X_[ru * m.d], params.W_V(), n, m.d, m.dv);
+}
+
+LUONG_CLONES
+void ClozeBatch::sentence_forward(int s) {
+  const ClozeDims& m = dims_;
+  const int r = sentence_begin_[s], n = sentence_begin_[s + 1] - r;
+  const auto su = static_cast<std::size_t>(s);
+  const auto ru = static_cast<std::size_t>(r);
+  attention_scores_forward_impl(S_[su].data(), &Q_[ru * m.dk], &K_[ru * m.dk], n, m.dk);
+  softmax_rows_forward_impl(A_[su].data(), S_[su].data(), n, n);
+  matmul_forward_impl(&Z_[ru * m.dv], A_[su].data(), &V_[ru * m.dv], n, n, m.dv);
+}
+
+LUONG_CLONES
+void ClozeBatch::rows_readout(int c, const ClozeParameters& params, const ClozeTransposes& t) {
+  const ClozeDims& m = dims_;
+  const int r = chunk_begin_[c], n = chunk_begin_[c + 1] - r;
+  const auto rv = static_cast<std::size_t>(r) * m.vocab;
+  const auto rz = static_cast<std::size_t>(r) * m.dv;
+  matmul_forward_impl(&scores_[rv], &Z_[rz], params.W_O(), n, m.dv, m.vocab);
+  softmax_rows_forward_impl(&P_[rv], &scores_[rv], n, m.vocab);
+  chunk_loss_[c] = cross_entropy_forward_impl(&P_[rv], &idx_[static_cast<std::size_t>(r)], n, m.vocab);
+  std::fill_n(&dscores_[rv], static_cast<std::size_t>(n) * m.vocab, 0.0);
+  cross_entropy_backward_impl(&dscores_[rv], &P_[rv], &idx_[static_cast<std::size_t>(r)], n, m.vocab);
+  ClozeParameters& g = chunk_grads_[static_cast<std::size_t>(c)];
+  std::fill(g.data.begin(), g.data.end(), 0.0);
+  std::fill_n(&dZ_[rz], static_cast<std::size_t>(n) * m.dv, 0.0);
+  matmul_backward_impl(&dZ_[rz], g.W_O(), &dscores_[rv], &Z_[rz], t.W_O_t.data(), n, m.dv, m.vocab);
+}
+
+LUONG_CLONES
+void ClozeBatch::sentence_backward(int s) {
+  const ClozeDims& m = dims_;
+  const int r = sentence_begin_[s], n = sentence_begin_[s + 1] - r;
+  const auto su = static_cast<std::size_t>(s);
+  const auto ru = static_cast<std::size_t>(r);
+  const double* V = &V_[ru * m.dv];
+  double* V_t = V_t_[su].data();
+  for (int i = 0; i < n; ++i) {
+    for (int c = 0; c < m.dv; ++c) V_t[static_cast<std::size_t>(c) * n + i] = V[static_cast<std::size_t>(i) * m.dv + c];
+  }
+  std::fill(dA_[su].begin(), dA_[su].end(), 0.0);
+  std::fill(dS_[su].begin(), dS_[su].end(), 0.0);
+  double* dV = &dV_[ru * m.dv];
+  double* dQ = &dQ_[ru * m.dk];
+  double* dK = &dK_[ru * m.dk];
+  std::fill_n(dV, static_cast<std::size_t>(n) * m.dv, 0.0);
+  std::fill_n(dQ, static_cast<std::size_t>(n) * m.dk, 0.0);
+  std::fill_n(dK, static_cast<std::size_t>(n) * m.dk, 0.0);
+  matmul_backward_impl(dA_[su].data(), dV, &dZ_[ru * m.dv], A_[su].data(), V_t, n, n, m.dv);
+  softmax_rows_backward_impl(dS_[su].data(), dA_[su].data(), A_[su].data(), n, n);
+  attention_scores_backward_impl(dQ, dK, dS_[su].data(), &Q_[ru * m.dk], &K_[ru * m.dk], n, m.dk);
+}
+
+LUONG_CLONES
+void ClozeBatch::rows_backward(int c, const ClozeTransposes& t) {
+  const ClozeDims& m = dims_;
+  const int r = chunk_begin_[c], n = chunk_begin_[c + 1] - r;
+  const auto ru = static_cast<std::size_t>(r);
+  ClozeParameters& g = chunk_grads_[static_cast<std::size_t>(c)];
+  double* dX = &dX_[ru * m.d];
+  const double* X = &X_[ru * m.d];
+  std::fill_n(dX, static_cast<std::size_t>(n) * m.d, 0.0);
+  matmul_backward_impl(dX, g.W_Q(), &dQ_[ru * m.dk], X, t.W_Q_t.data(), n, m.d, m.dk);
+  matmul_backward_impl(dX, g.W_K(), &dK_[ru * m.dk], X, t.W_K_t.data(), n, m.d, m.dk);
+  matmul_backward_impl(dX, g.W_V(), &dV_[ru * m.dv], X, t.W_V_t.data(), n, m.d, m.dv);
+}
+
 double ClozeBatch::forward_backward(const ClozeParameters& params, ClozeParameters& grads, int threads) {
   const ClozeDims& m = dims_;
-  ClozeTransposes t;
-  t.update(params);
+  transposes_.update(params);
   const int sentences = static_cast<int>(sentence_begin_.size()) - 1;
 #pragma omp parallel num_threads(threads)
   {
-    // rows: embedding and projections
 #pragma omp for schedule(static)
-    for (int c = 0; c < kChunks; ++c) {
-      const int r = chunk_begin_[c], n = chunk_begin_[c + 1] - r;
-      embedding_forward(&X_[static_cast<std::size_t>(r) * m.d], params.E(), &idx_[static_cast<std::size_t>(r)], n, m.d);
-      matmul_forward(&Q_[static_cast<std::size_t>(r) * m.dk], &X_[static_cast<std::size_t>(r) * m.d], params.W_Q(), n, m.d, m.dk);
-      matmul_forward(&K_[static_cast<std::size_t>(r) * m.dk], &X_[static_cast<std::size_t>(r) * m.d], params.W_K(), n, m.d, m.dk);
-      matmul_forward(&V_[static_cast<std::size_t>(r) * m.dv], &X_[static_cast<std::size_t>(r) * m.d], params.W_V(), n, m.d, m.dv);
-    }
-    // sentences: attention
+    for (int c = 0; c < kChunks; ++c) rows_forward(c, params);
 #pragma omp for schedule(static)
-    for (int s = 0; s < sentences; ++s) {
-      const int r = sentence_begin_[s], n = sentence_begin_[s + 1] - r;
-      const auto su = static_cast<std::size_t>(s);
-      attention_scores_forward(S_[su].data(), &Q_[static_cast<std::size_t>(r) * m.dk], &K_[static_cast<std::size_t>(r) * m.dk], n, m.dk);
-      softmax_rows_forward(A_[su].data(), S_[su].data(), n, n);
-      matmul_forward(&Z_[static_cast<std::size_t>(r) * m.dv], A_[su].data(), &V_[static_cast<std::size_t>(r) * m.dv], n, n, m.dv);
-    }
-    // rows: readout, loss, and its backward down to dZ
+    for (int s = 0; s < sentences; ++s) sentence_forward(s);
 #pragma omp for schedule(static)
-    for (int c = 0; c < kChunks; ++c) {
-      const int r = chunk_begin_[c], n = chunk_begin_[c + 1] - r;
-      const auto rv = static_cast<std::size_t>(r) * m.vocab;
-      const auto rz = static_cast<std::size_t>(r) * m.dv;
-      matmul_forward(&scores_[rv], &Z_[rz], params.W_O(), n, m.dv, m.vocab);
-      softmax_rows_forward(&P_[rv], &scores_[rv], n, m.vocab);
-      chunk_loss_[c] = cross_entropy_forward(&P_[rv], &idx_[static_cast<std::size_t>(r)], n, m.vocab);
-      std::fill_n(&dscores_[rv], static_cast<std::size_t>(n) * m.vocab, 0.0);
-      cross_entropy_backward(&dscores_[rv], &P_[rv], &idx_[static_cast<std::size_t>(r)], n, m.vocab);
-      ClozeParameters& g = chunk_grads_[static_cast<std::size_t>(c)];
-      std::fill(g.data.begin(), g.data.end(), 0.0);
-      std::fill_n(&dZ_[rz], static_cast<std::size_t>(n) * m.dv, 0.0);
-      matmul_backward(&dZ_[rz], g.W_O(), &dscores_[rv], &Z_[rz], t.W_O_t.data(), n, m.dv, m.vocab);
-    }
-    // sentences: attention backward
+    for (int c = 0; c < kChunks; ++c) rows_readout(c, params, transposes_);
 #pragma omp for schedule(static)
-    for (int s = 0; s < sentences; ++s) {
-      const int r = sentence_begin_[s], n = sentence_begin_[s + 1] - r;
-      const auto su = static_cast<std::size_t>(s);
-      const double* V = &V_[static_cast<std::size_t>(r) * m.dv];
-      double* V_t = V_t_[su].data();
-      for (int i = 0; i < n; ++i) {
-        for (int c = 0; c < m.dv; ++c) V_t[static_cast<std::size_t>(c) * n + i] = V[static_cast<std::size_t>(i) * m.dv + c];
-      }
-      std::fill(dA_[su].begin(), dA_[su].end(), 0.0);
-      std::fill(dS_[su].begin(), dS_[su].end(), 0.0);
-      double* dV = &dV_[static_cast<std::size_t>(r) * m.dv];
-      double* dQ = &dQ_[static_cast<std::size_t>(r) * m.dk];
-      double* dK = &dK_[static_cast<std::size_t>(r) * m.dk];
-      std::fill_n(dV, static_cast<std::size_t>(n) * m.dv, 0.0);
-      std::fill_n(dQ, static_cast<std::size_t>(n) * m.dk, 0.0);
-      std::fill_n(dK, static_cast<std::size_t>(n) * m.dk, 0.0);
-      matmul_backward(dA_[su].data(), dV, &dZ_[static_cast<std::size_t>(r) * m.dv], A_[su].data(), V_t, n, n, m.dv);
-      softmax_rows_backward(dS_[su].data(), dA_[su].data(), A_[su].data(), n, n);
-      attention_scores_backward(dQ, dK, dS_[su].data(), &Q_[static_cast<std::size_t>(r) * m.dk],
-                                &K_[static_cast<std::size_t>(r) * m.dk], n, m.dk);
-    }
-    // rows: projection backward
+    for (int s = 0; s < sentences; ++s) sentence_backward(s);
 #pragma omp for schedule(static)
-    for (int c = 0; c < kChunks; ++c) {
-      const int r = chunk_begin_[c], n = chunk_begin_[c + 1] - r;
-      ClozeParameters& g = chunk_grads_[static_cast<std::size_t>(c)];
-      double* dX = &dX_[static_cast<std::size_t>(r) * m.d];
-      const double* X = &X_[static_cast<std::size_t>(r) * m.d];
-      std::fill_n(dX, static_cast<std::size_t>(n) * m.d, 0.0);
-      matmul_backward(dX, g.W_Q(), &dQ_[static_cast<std::size_t>(r) * m.dk], X, t.W_Q_t.data(), n, m.d, m.dk);
-      matmul_backward(dX, g.W_K(), &dK_[static_cast<std::size_t>(r) * m.dk], X, t.W_K_t.data(), n, m.d, m.dk);
-      matmul_backward(dX, g.W_V(), &dV_[static_cast<std::size_t>(r) * m.dv], X, t.W_V_t.data(), n, m.d, m.dv);
-    }
+    for (int c = 0; c < kChunks; ++c) rows_backward(c, transposes_);
   }
   // Block sums in a fixed order, then the embedding scatter in token order.
   std::fill(grads.data.begin(), grads.data.end(), 0.0);
@@ -398,7 +470,7 @@ double ClozeBatch::forward_backward(const ClozeParameters& params, ClozeParamete
     for (std::size_t i = 0; i < grads.data.size(); ++i) grads.data[i] += g[i];
     loss += chunk_loss_[c];
   }
-  embedding_backward(grads.E(), dX_.data(), idx_.data(), total_, m.d);
+  embedding_backward_impl(grads.E(), dX_.data(), idx_.data(), total_, m.d);
   return loss;
 }
 

@@ -132,6 +132,12 @@ class ClozeBatch {
   int tokens() const { return total_; }
 
  private:
+  void rows_forward(int chunk, const ClozeParameters& params);
+  void sentence_forward(int sentence);
+  void rows_readout(int chunk, const ClozeParameters& params, const ClozeTransposes& t);
+  void sentence_backward(int sentence);
+  void rows_backward(int chunk, const ClozeTransposes& t);
+
   ClozeDims dims_;
   std::vector<int> idx_;                     // all token ids, sentence after sentence
   std::vector<int> sentence_begin_;          // size sentences + 1
@@ -142,6 +148,7 @@ class ClozeBatch {
   std::vector<std::vector<double>> S_, A_, V_t_, dA_, dS_;  // per sentence
   std::vector<ClozeParameters> chunk_grads_;
   double chunk_loss_[kChunks] = {};
+  ClozeTransposes transposes_;
 };
 
 struct ClozeTrainResult {

@@ -5,11 +5,15 @@ namespace luong {
 
 /// Sets LibTorch's intra-op threads to `threads` (0 = the cores this process may run on), its
 /// inter-op pool to 1, and OpenBLAS/MKL's own pools to 1 whichever of them is loaded: left alone
-/// they oversubscribe a small machine and run 2-4x slower. Returns the intra-op thread count.
+/// they oversubscribe a small machine and run 2-4x slower. Also calls configure_allocator().
+/// Returns the intra-op thread count.
 int configure_threads(int threads);
 
 /// Cores available to this process (its CPU affinity mask), at least 1.
 int available_cores();
+
+/// Keeps large freed blocks in glibc's heap instead of returning them to the kernel (see threads.cpp).
+void configure_allocator();
 
 /// Sets OpenBLAS's (or BLIS's, MKL's) own pool to one thread, if such a library is loaded.
 void set_blas_threads_to_one();
