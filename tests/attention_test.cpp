@@ -112,7 +112,9 @@ TEST(AttentionTest, LocalPredictiveWindowAndGaussian) {
     const double centre = std::nearbyint(p);
     for (int64_t s = 0; s < 9; ++s) {
       const float w = out.weights[b][s].item<float>();
-      if (std::abs(s - centre) > 2 || s > last) EXPECT_EQ(w, 0.0f) << "b=" << b << " s=" << s;
+      if (std::abs(s - centre) > 2 || s > last) {
+        EXPECT_EQ(w, 0.0f) << "b=" << b << " s=" << s;
+      }
     }
     // No renormalisation: the Gaussian keeps the total below 1 unless the window is one token at p_t.
     EXPECT_LE(out.weights[b].sum().item<float>(), 1.0f + 1e-6f);

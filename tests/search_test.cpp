@@ -51,7 +51,9 @@ TEST(SearchTest, WiderBeamNeverScoresWorseThanGreedy) {
   const double greedy = translate(*model, src, lengths, options)[0].log_prob;
   options.beam = 5;
   const Hypothesis beam = translate(*model, src, lengths, options)[0];
-  if (beam.finished) EXPECT_GE(beam.log_prob, greedy - 1e-6);
+  if (beam.finished) {
+    EXPECT_GE(beam.log_prob, greedy - 1e-6);
+  }
 }
 
 TEST(SearchTest, AttentionIsKeptPerStep) {

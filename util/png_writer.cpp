@@ -109,7 +109,7 @@ void Canvas::save_png(const std::string& path) const {
   uLongf compressed_size = ::compressBound(static_cast<uLong>(raw.size()));
   std::string compressed(compressed_size, '\0');
   if (::compress2(reinterpret_cast<Bytef*>(compressed.data()), &compressed_size,
-                  reinterpret_cast<const Bytef*>(raw.data()), static_cast<uLong>(raw.size()), 9) != Z_OK) {
+                  reinterpret_cast<const Bytef*>(raw.data()), static_cast<uLong>(raw.size()), Z_DEFAULT_COMPRESSION) != Z_OK) {
     throw Error(path + ": PNG compression failed");
   }
   compressed.resize(compressed_size);
