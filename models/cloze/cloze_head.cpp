@@ -86,6 +86,11 @@ inline Block load_block(const double* p) {
   return b;
 }
 inline void store_block(double* p, const Block& b) { std::memcpy(p, &b, sizeof b); }
+inline double horizontal_sum(const Block& b) {
+  double sum = 0.0;
+  for (int i = 0; i < kBlock; ++i) sum += b[i];
+  return sum;
+}
 
 LUONG_KERNEL void matmul_forward_impl(double* out, const double* a, const double* b, int n, int k, int m) {
   for (int i = 0; i < n; ++i) {
@@ -193,11 +198,24 @@ LUONG_KERNEL void softmax_rows_forward_impl(double* P, const double* S, int rows
   for (int r = 0; r < rows; ++r) {
     const double* s = S + r * cols;
     double* p = P + r * cols;
-    const double top = *std::max_element(s, s + cols);
-    for (int c = 0; c < cols; ++c) p[c] = vector_exp(s[c] - top);  // vectorised
-    double sum = 0.0;
-    for (int c = 0; c < cols; ++c) sum += p[c];  // in order, as numpy's small sums
-    for (int c = 0; c < cols; ++c) p[c] /= sum;
+    // Maximum and sum run over blocks of 8 (the sum's order differs from numpy's only in rounding).
+    int c = 0;
+    double top = s[0];
+    if (cols >= kBlock) {
+      Block block_max = load_block(s);
+      for (c = kBlock; c + kBlock <= cols; c += kBlock) {
+        const Block x = load_block(s + c);
+        block_max = block_max > x ? block_max : x;
+      }
+      for (int i = 0; i < kBlock; ++i) top = std::max(top, block_max[i]);
+    }
+    for (; c < cols; ++c) top = std::max(top, s[c]);
+    for (c = 0; c < cols; ++c) p[c] = vector_exp(s[c] - top);  // vectorised
+    Block block_sum = {};
+    for (c = 0; c + kBlock <= cols; c += kBlock) block_sum += load_block(p + c);
+    double sum = horizontal_sum(block_sum);
+    for (; c < cols; ++c) sum += p[c];
+    for (c = 0; c < cols; ++c) p[c] /= sum;
   }
 }
 
@@ -216,8 +234,11 @@ LUONG_KERNEL void attention_scores_forward_impl(double* S, const double* Q, cons
   const double scale = 1.0 / std::sqrt(static_cast<double>(dk));
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
-      double dot = 0.0;
-      for (int c = 0; c < dk; ++c) dot += Q[i * dk + c] * K[j * dk + c];
+      Block block_dot = {};
+      int c = 0;
+      for (; c + kBlock <= dk; c += kBlock) block_dot += load_block(Q + i * dk + c) * load_block(K + j * dk + c);
+      double dot = horizontal_sum(block_dot);
+      for (; c < dk; ++c) dot += Q[i * dk + c] * K[j * dk + c];
       S[i * n + j] = i == j ? -1e9 : dot * scale;
     }
   }
