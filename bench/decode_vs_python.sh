@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Decoding throughput on a run's 300-sentence test split (repeated REPEAT times): `luong translate`
+# greedy and beam 5 against the Python reference model's greedy loop (bench/reference_greedy.py) with
+# the same weights. Also checks that greedy C++ and Python produce the same translations.
+#
+#   bench/decode_vs_python.sh RUN_DIR [REPEAT=10] [THREADS=2] [luong binary]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+run=$(realpath "$1")
+repeat=${2:-10}
+threads=${3:-2}
+luong=$(realpath "${4:-build/luong}")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cut -f1 "$run/test.tsv" > "$work/test.src"
+for ((i = 0; i < repeat; i++)); do cat "$work/test.src"; done > "$work/src"
+n=$(wc -l < "$work/src")
+
+OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/reference_greedy.py "$run" "$threads" < "$work/test.src" > "$work/py.txt" 2> "$work/py.log"
+"$luong" translate --model "$run" --threads "$threads" < "$work/test.src" > "$work/cpp.txt"
+same=$(paste -d'\t' "$work/py.txt" "$work/cpp.txt" | awk -F'\t' '$1 == $2' | wc -l)
+echo "greedy translations identical to Python's: $same of $(wc -l < "$work/test.src")"
+
+timed() { local t0 t1; t0=$(date +%s.%N); "$@" > /dev/null; t1=$(date +%s.%N); echo "$t1 - $t0" | bc; }
+OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/reference_greedy.py "$run" "$threads" < "$work/src" > /dev/null 2> "$work/py.log"
+py=$(sed -nE 's/.* ([0-9]+) sentences\/s/\1/p' "$work/py.log")
+# Whole processes for luong, start-up and model loading included.
+greedy=$(timed "$luong" translate --model "$run" --threads "$threads" < "$work/src")
+beam=$(timed "$luong" translate --model "$run" --threads "$threads" --beam 5 < "$work/src")
+printf 'python greedy : %6d sentences/s (decoding loop only)\n' "$py"
+printf 'luong greedy  : %6.0f sentences/s (whole process, %d sentences)\n' "$(echo "$n / $greedy" | bc -l)" "$n"
+printf 'luong beam 5  : %6.0f sentences/s (whole process)\n' "$(echo "$n / $beam" | bc -l)"
+printf 'greedy speed-up: %.1fx\n' "$(echo "$n / $greedy / $py" | bc -l)"
