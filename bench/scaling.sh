@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Training throughput for batch 32/128/512 x hidden 64/256/1024 (embedding 28, dot attention,
+# LuongDecoder, the 3000-pair Tatoeba split, 1 epoch each after the first batch, 2 threads), with an
+# estimate of achieved GFLOP/s against measured sgemm GFLOP/s.
+#
+# FLOPs per target token, forward (multiply-add = 2): encoder GRU 12 H^2 per source token (x the
+# source/target length ratio), decoder GRU 6 H (E + 2H), dot attention 4 S H, W_c 4 H^2, output
+# 2 H V; training counts 3x forward. Padding is not counted, so the figures are lower bounds.
+#
+#   bench/scaling.sh [luong binary]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+luong=$(realpath "${1:-build/luong}")
+corpus=$(realpath ../shared/data/tatoeba-ara-eng/ara-eng.tsv)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+peak=$(OPENBLAS_NUM_THREADS=1 /usr/bin/python3 - <<'PY'
+import time, torch
+torch.set_num_threads(2)
+a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+a @ b
+t = time.perf_counter()
+for _ in range(5): a @ b
+print(f"{5 * 2 * 2048**3 / (time.perf_counter() - t) / 1e9:.1f}")
+PY
+)
+# Average lengths (with <eos>) of the training split, from the reference's own loader.
+read -r src tgt < <(cd ../shared/reference && /usr/bin/python3 -c "
+import seq2seq_reference as r
+train, _ = r.load_pairs('$corpus', 12, 3000, 300, 0)
+print(sum(len(e) + 1 for e, _ in train) / len(train), sum(len(a) + 1 for _, a in train) / len(train))")
+echo "training split: $src source and $tgt target tokens per sentence (with <eos>)"
+echo "sgemm 2048x2048 through the same LibTorch/OpenBLAS, 2 threads: $peak GFLOP/s"
+echo
+echo "| batch | hidden | target tok/s | GFLOP/s (est.) | % of sgemm |"
+echo "|---|---|---|---|---|"
+for hidden in 64 256 1024; do
+  for batch in 32 128 512; do
+    out="$work/h$hidden-b$batch"
+    "$luong" train --data "$corpus" --hidden "$hidden" --batch "$batch" --epochs 1 --dev-size 0 --threads 2 \
+      --out "$out" 2> "$out.log"
+    rate=$(sed -nE 's/^epoch 1\/1: .*, ([0-9.]+) tok\/s.*/\1/p' "$out.log")
+    vocab=$(wc -l < "$out/target.vocab")
+    gflops=$(echo "$rate * 3 * ($src / $tgt * 12 * $hidden^2 + 6 * $hidden * (28 + 2 * $hidden) + 4 * $src * $hidden + 4 * $hidden^2 + 2 * $hidden * $vocab) / 10^9" | bc -l)
+    printf '| %d | %d | %.0f | %.1f | %.0f%% |\n' "$batch" "$hidden" "$rate" "$gflops" "$(echo "100 * $gflops / $peak" | bc -l)"
+  done
+done
