@@ -65,7 +65,6 @@ std::vector<Hypothesis> greedy(models::Seq2SeqImpl& model, const torch::Tensor& 
 
 struct Beam {
   Hypothesis hypothesis;
-  int64_t row = 0;  // row in the current decoder state
 };
 
 }  // namespace
@@ -118,7 +117,7 @@ Hypothesis beam_search(models::Seq2SeqImpl& model, const torch::Tensor& src, con
         continue;
       }
       h.tokens.push_back(token);
-      next.push_back({std::move(h), static_cast<int64_t>(next.size())});
+      next.push_back({std::move(h)});
       rows.push_back(from);
     }
     if (static_cast<int64_t>(finished.size()) >= k) break;

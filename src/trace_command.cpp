@@ -4,6 +4,7 @@
 
 #include "luong/cli/commands.h"
 #include "luong/cli/options.h"
+#include "luong/data_pipeline/transliterate.h"
 #include "luong/evaluation/translator.h"
 #include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
@@ -87,8 +88,8 @@ int trace_command(int argc, char** argv) {
     std::vector<std::vector<double>> matrix;
     for (const auto& w : steps) matrix.emplace_back(w.begin(), w.end());
     std::vector<std::string> rows, columns;
-    for (const auto& token : produced) rows.push_back(transliterate(token));
-    for (const auto& token : t.source_tokens) columns.push_back(transliterate(token));
+    for (const auto& token : produced) rows.push_back(data::transliterate(token));
+    for (const auto& token : t.source_tokens) columns.push_back(data::transliterate(token));
     int label = 0;
     for (const auto& l : rows) label = std::max(label, Canvas::text_width(l));
     int column_label = 0;

@@ -115,9 +115,7 @@ int train_command(int argc, char** argv) {
     }
   }
   training::TrainConfig train_config = training::TrainConfig::from_json(config, "command line");
-  setup_runtime(result);
-  if (result.count("device")) train_config.device = result["device"].as<std::string>();
-  if (result.count("threads")) train_config.threads = result["threads"].as<int>();
+  setup_runtime(result);  // validates --device; --device and --threads reach the config through kFlags
   const training::TrainResult trained = training::train(train_config, resume);
   if (trained.interrupted) return 130;
   std::cerr << "luong train: done; model in " << train_config.out << "/model.pt" << std::endl;

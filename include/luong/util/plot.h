@@ -23,13 +23,9 @@ void draw_line_chart(Canvas& canvas, const PlotArea& area, const std::vector<Ser
                      const std::string& x_label, const std::string& y_label);
 
 /// values[row][col] in [0, max], coloured with blues(); row labels on the left, column labels rotated
-/// under the map, a colour bar on the right. Labels must be ASCII (see transliterate()).
+/// under the map, a colour bar on the right. Labels must be ASCII (see data::transliterate()).
 void draw_heatmap(Canvas& canvas, const PlotArea& area, const std::vector<std::vector<double>>& values,
                   const std::vector<std::string>& row_labels, const std::vector<std::string>& column_labels,
                   const std::string& title, const std::string& x_label, const std::string& y_label);
-
-/// ASCII for plot labels: Arabic letters in Buckwalter transliteration, other non-ASCII code points
-/// as U+XXXX.
-std::string transliterate(const std::string& utf8);
 
 }  // namespace luong
