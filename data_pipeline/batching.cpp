@@ -50,7 +50,8 @@ Batch make_batch(const std::vector<const EncodedPair*>& rows) {
   return out;
 }
 
-std::vector<Batch> make_batches(const std::vector<EncodedPair>& pairs, const BatchingOptions& options) {
+std::vector<std::vector<const EncodedPair*>> plan_batches(const std::vector<EncodedPair>& pairs,
+                                                         const BatchingOptions& options) {
   if (options.batch_size <= 0) throw Error("batch size must be positive");
   std::vector<const EncodedPair*> order;
   order.reserve(pairs.size());
@@ -99,10 +100,19 @@ std::vector<Batch> make_batches(const std::vector<EncodedPair>& pairs, const Bat
       std::swap(groups[i - 1], groups[std::uniform_int_distribution<std::size_t>(0, i - 1)(rng)]);
     }
   }
+  return groups;
+}
+
+std::vector<Batch> make_batches(const std::vector<EncodedPair>& pairs, const BatchingOptions& options) {
   std::vector<Batch> batches;
-  batches.reserve(groups.size());
-  for (const auto& group : groups) batches.push_back(make_batch(group));
+  for (const auto& group : plan_batches(pairs, options)) batches.push_back(make_batch(group));
   return batches;
+}
+
+std::vector<const EncodedPair*> shard_rows(const std::vector<const EncodedPair*>& rows, int rank, int world_size) {
+  const std::size_t begin = rows.size() * static_cast<std::size_t>(rank) / static_cast<std::size_t>(world_size);
+  const std::size_t end = rows.size() * static_cast<std::size_t>(rank + 1) / static_cast<std::size_t>(world_size);
+  return {rows.begin() + static_cast<std::ptrdiff_t>(begin), rows.begin() + static_cast<std::ptrdiff_t>(end)};
 }
 
 }  // namespace luong::data

@@ -48,8 +48,8 @@ Seq2SeqOutput Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
   return {decoder->project(features), attention};
 }
 
-LossOutput Seq2SeqImpl::loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
-                             const torch::Tensor& dec_tgt, LossAverage average) {
+Seq2SeqImpl::TokenLosses Seq2SeqImpl::token_losses(const torch::Tensor& src, const torch::Tensor& src_lengths,
+                                                   const torch::Tensor& dec_in, const torch::Tensor& dec_tgt) {
   auto [features, attention] = decode_teacher_forced(encode(src, src_lengths), dec_in);
   const torch::Tensor real = dec_tgt.ne(0).reshape({-1});
   const torch::Tensor rows = real.nonzero().squeeze(1);
@@ -57,6 +57,12 @@ LossOutput Seq2SeqImpl::loss(const torch::Tensor& src, const torch::Tensor& src_
   const torch::Tensor targets = dec_tgt.reshape({-1}).index_select(0, rows);                       // [N]
   const torch::Tensor per_token = torch::nn::functional::cross_entropy(
       decoder->project(selected), targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  return {per_token, rows};
+}
+
+LossOutput Seq2SeqImpl::loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
+                             const torch::Tensor& dec_tgt, LossAverage average) {
+  const auto [per_token, rows] = token_losses(src, src_lengths, dec_in, dec_tgt);
   const torch::Tensor sum = per_token.sum();
   const int64_t tokens = rows.size(0);
   if (average == LossAverage::kStep) {
@@ -68,6 +74,17 @@ LossOutput Seq2SeqImpl::loss(const torch::Tensor& src, const torch::Tensor& src_
     return {(step_sum / step_count.clamp_min(1.0)).sum() / static_cast<double>(steps), sum, tokens};
   }
   return {sum / static_cast<double>(std::max<int64_t>(tokens, 1)), sum, tokens};
+}
+
+LossOutput Seq2SeqImpl::weighted_loss(const torch::Tensor& src, const torch::Tensor& src_lengths,
+                                      const torch::Tensor& dec_in, const torch::Tensor& dec_tgt,
+                                      const torch::Tensor& step_weights) {
+  TORCH_CHECK(step_weights.dim() == 1 && step_weights.size(0) >= dec_tgt.size(1),
+              "weighted_loss: step_weights must cover every decoder step");
+  const auto [per_token, rows] = token_losses(src, src_lengths, dec_in, dec_tgt);
+  const torch::Tensor weights =
+      step_weights.to(per_token.device(), per_token.scalar_type()).index_select(0, rows.remainder(dec_tgt.size(1)));
+  return {(per_token * weights).sum(), per_token.sum(), rows.size(0)};
 }
 
 }  // namespace luong::models

@@ -37,7 +37,7 @@ const Flag kFlags[] = {
     {"clip", "clip", Kind::kDouble},           {"loss-average", "loss_average", Kind::kString},
     {"patience", "patience", Kind::kInt},      {"device", "device", Kind::kString},
     {"threads", "threads", Kind::kInt},        {"seed", "seed", Kind::kInt},
-    {"out", "out", Kind::kString},
+    {"out", "out", Kind::kString},             {"dtype", "dtype", Kind::kString},
 };
 
 }  // namespace
@@ -73,7 +73,8 @@ int train_command(int argc, char** argv) {
       ("embed", "decoder embedding size", cxxopts::value<int>()->default_value(std::to_string(d.embed)))
       ("layers", "GRU layers", cxxopts::value<int>()->default_value("1"))
       ("dropout", "dropout between GRU layers", cxxopts::value<double>()->default_value("0"))
-      ("bidirectional", "bidirectional encoder (bridged to the decoder size)");
+      ("bidirectional", "bidirectional encoder (bridged to the decoder size)")
+      ("dtype", "float32, or float64 for numerical checks", cxxopts::value<std::string>()->default_value(d.dtype));
   options.add_options("training")
       ("batch", "sentences per batch (or tokens with --batch-by-tokens)", cxxopts::value<int>()->default_value(std::to_string(d.batch)))
       ("batch-by-tokens", "--batch counts target tokens")
@@ -89,19 +90,39 @@ int train_command(int argc, char** argv) {
       ("out", "run directory", cxxopts::value<std::string>()->default_value(d.out))
       ("config", "start from this config.json (flags given here override it)", cxxopts::value<std::string>())
       ("resume", "continue the run in --out from its last checkpoint");
+  const training::DistributedOptions env = training::DistributedOptions::from_environment();
+  options.add_options("distributed (flags override torchrun's WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT)")
+      ("world-size", "processes in the data-parallel job; --batch is the global batch",
+       cxxopts::value<int>()->default_value(std::to_string(env.world_size)))
+      ("rank", "this process's rank, 0..world-size-1 (rank 0 writes the run directory)",
+       cxxopts::value<int>()->default_value(std::to_string(env.rank)))
+      ("master-addr", "address of rank 0", cxxopts::value<std::string>()->default_value(env.master_addr))
+      ("master-port", "port rank 0 listens on", cxxopts::value<int>()->default_value(std::to_string(env.master_port)))
+      ("dist-timeout", "seconds to wait for the other ranks before giving up",
+       cxxopts::value<int>()->default_value(std::to_string(env.timeout.count())));
   add_runtime_options(options);
   cxxopts::ParseResult result;
   if (!parse_or_help(options, argc, argv, result)) return 0;
 
+  training::DistributedOptions distributed = env;
+  distributed.world_size = result["world-size"].as<int>();
+  distributed.rank = result["rank"].as<int>();
+  distributed.master_addr = result["master-addr"].as<std::string>();
+  distributed.master_port = result["master-port"].as<int>();
+  distributed.timeout = std::chrono::seconds(result["dist-timeout"].as<int>());
+  distributed.validate();
+
   Json config = training::TrainConfig().to_json();
   const bool resume = result.count("resume") > 0;
-  if (resume) {
+  // Ranks other than 0 take the run's configuration from rank 0 and need no run directory.
+  const bool follower = distributed.enabled() && distributed.rank != 0;
+  if (resume && !follower) {
     const std::string out = result["out"].as<std::string>();
     const training::RunPaths paths(out);
     if (!std::filesystem::exists(paths.config)) throw Error(out + ": nothing to resume (no config.json)");
     config = training::TrainConfig::load(paths.config).to_json();
     if (result.count("config")) throw Error("--resume continues the run's own config.json; drop --config");
-  } else if (result.count("config")) {
+  } else if (result.count("config") && !follower) {
     config = training::TrainConfig::load(result["config"].as<std::string>()).to_json();
   }
   for (const Flag& flag : kFlags) {
@@ -116,9 +137,9 @@ int train_command(int argc, char** argv) {
   }
   training::TrainConfig train_config = training::TrainConfig::from_json(config, "command line");
   setup_runtime(result);  // validates --device; --device and --threads reach the config through kFlags
-  const training::TrainResult trained = training::train(train_config, resume);
+  const training::TrainResult trained = training::train(train_config, resume, distributed);
   if (trained.interrupted) return 130;
-  std::cerr << "luong train: done; model in " << train_config.out << "/model.pt" << std::endl;
+  if (!follower) std::cerr << "luong train: done; model in " << train_config.out << "/model.pt" << std::endl;
   return 0;
 }
 

@@ -1,11 +1,7 @@
 // The `luong` binary end to end: small runs on the built-in corpus, every subcommand, bad input,
 // exact resumption and reproducible configs.
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +10,7 @@
 
 #include "luong/models/state_dict.h"
 #include "luong/util/json.h"
+#include "subprocess.h"
 #include "test_paths.h"
 
 namespace luong {
@@ -158,24 +155,10 @@ TEST(CliTest, SigintSavesMidEpochAndResumeMatchesAnUninterruptedRun) {
   ASSERT_EQ(run("train " + args + straight).status, 0);
 
   // Start the same run, wait for its first checkpoint, then interrupt it mid-training.
-  std::vector<std::string> words = {LUONG_BINARY, "train"};
-  std::istringstream split(args + interrupted);
-  for (std::string w; split >> w;) words.push_back(w);
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  ASSERT_EQ(posix_spawn(&pid, LUONG_BINARY, &actions, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&actions);
+  test::Subprocess training("train " + args + interrupted, interrupted + ".log");
   for (int i = 0; i < 3000 && !fs::exists(interrupted + "/checkpoint/state.json"); ++i) ::usleep(10000);
-  ::kill(pid, SIGINT);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 130) << "the run ended before the signal arrived";
+  training.signal(SIGINT);
+  ASSERT_EQ(training.wait(), 130) << "the run ended before the signal arrived\n" << training.output();
   const Json state = Json::parse(read(interrupted + "/checkpoint/state.json"));
   EXPECT_LT(state.at("epoch").as_int(), 40);
 

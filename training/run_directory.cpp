@@ -44,7 +44,7 @@ TrainedModel load_trained_model(const std::string& run_dir, const std::string& d
   out.weights = fs::exists(paths.best_model) ? paths.best_model : paths.model;
   if (!fs::exists(out.weights)) throw CheckpointError(paths.model + ": missing (training never finished an epoch?)");
   models::load_state_dict(*out.model, models::read_state_dict(out.weights), out.weights);
-  out.model->to(out.device);
+  out.model->to(out.device, out.config.scalar_type());
   out.model->eval();
   return out;
 }

@@ -56,7 +56,7 @@ const std::vector<Field>& fields() {
       field("clip", &TrainConfig::clip),           field("loss_average", &TrainConfig::loss_average),
       field("patience", &TrainConfig::patience),   field("device", &TrainConfig::device),
       field("threads", &TrainConfig::threads),     field("seed", &TrainConfig::seed),
-      field("out", &TrainConfig::out),
+      field("out", &TrainConfig::out),             field("dtype", &TrainConfig::dtype),
   };
   return table;
 }
@@ -82,8 +82,13 @@ void TrainConfig::validate() const {
   if (spm_vocab < 8) throw Error("spm_vocab must be at least 8");
   if (window < 0) throw Error("window must be >= 0");
   if (attention == "local-p" && window < 1) throw Error("local-p needs --window >= 1");
+  if (dtype != "float32" && dtype != "float64") throw Error("dtype must be float32 or float64, not '" + dtype + "'");
   if (patience < 0) throw Error("patience must be >= 0");
   if (patience > 0 && dev_size == 0) throw Error("--patience needs a dev split (--dev-size > 0)");
+}
+
+torch::ScalarType TrainConfig::scalar_type() const {
+  return dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
 }
 
 models::Seq2SeqOptions TrainConfig::model_options(std::int64_t source_vocab, std::int64_t target_vocab) const {

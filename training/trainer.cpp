@@ -24,6 +24,7 @@
 #include "luong/evaluation/metrics.h"
 #include "luong/evaluation/search.h"
 #include "luong/models/state_dict.h"
+#include "luong/training/data_parallel.h"
 #include "luong/training/run_directory.h"
 #include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
@@ -234,15 +235,100 @@ DevMetrics evaluate_dev(models::Seq2SeqImpl& model, const std::vector<data::Batc
           evaluation::corpus_bleu(hypotheses, references).score};
 }
 
+// Rank 0's copy of a file of the run, given to the other ranks (which may be on machines that
+// cannot see rank 0's run directory): they write it at the same place in their private directory.
+void mirror_from_main(DataParallel* parallel, const std::string& key, const std::string& path) {
+  if (parallel == nullptr) return;
+  if (parallel->is_main()) {
+    parallel->share(key, fs::exists(path) ? read_text(path) : std::string());
+    return;
+  }
+  const std::string bytes = parallel->share(key, "");
+  if (bytes.empty()) return;
+  fs::create_directories(fs::path(path).parent_path());
+  write_file_atomically(path, [&](std::ostream& out) { out << bytes; });
+}
+
+// Per-step weights that turn summed cross-entropy into the configured average over `rows`, so
+// that every rank's share of a global batch is normalised by the whole batch's counts.
+torch::Tensor step_weights(const std::vector<const data::EncodedPair*>& rows, models::LossAverage average) {
+  std::vector<double> count;
+  for (const data::EncodedPair* row : rows) {
+    const std::size_t length = row->target.size() + 1;  // + <eos>
+    if (count.size() < length) count.resize(length, 0.0);
+    for (std::size_t t = 0; t < length; ++t) count[t] += 1;
+  }
+  double tokens = 0;
+  for (const double c : count) tokens += c;
+  std::vector<double> weights(count.size());
+  for (std::size_t t = 0; t < count.size(); ++t) {
+    weights[t] = average == models::LossAverage::kToken ? 1.0 / tokens
+                                                        : 1.0 / (count[t] * static_cast<double>(count.size()));
+  }
+  return torch::tensor(weights, torch::kFloat64);
+}
+
+std::string describe_lines(const std::vector<std::size_t>& lines) {
+  std::ostringstream out;
+  for (std::size_t k = 0; k < lines.size() && k < 8; ++k) out << (k ? "," : "") << lines[k];
+  if (lines.size() > 8) out << ",...";
+  return out.str();
+}
+
+// A private run directory for ranks other than 0, removed when training ends.
+class ScratchDirectory {
+ public:
+  ScratchDirectory() {
+    std::string pattern = (fs::temp_directory_path() / "luong-rank-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw Error("cannot create a scratch directory in " + pattern);
+    path_ = pattern;
+  }
+  ~ScratchDirectory() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 }  // namespace
 
-TrainResult train(const TrainConfig& config, bool resume) {
-  config.validate();
-  const int threads = configure_threads(config.threads);
-  const torch::Device device(config.device);
+TrainResult train(const TrainConfig& requested, bool resume, const DistributedOptions& distributed) {
+  // A follower's own flags may be partial: it validates rank 0's configuration once it has it.
+  const bool follower = distributed.enabled() && distributed.rank != 0;
+  if (!follower) requested.validate();
+  TrainConfig config = requested;
+  const int local_processes = distributed.enabled() ? distributed.local_world_size : 1;
+  const int threads = configure_threads(config.threads > 0 ? config.threads
+                                                           : std::max(1, available_cores() / local_processes));
+  torch::Device device(config.device);
+  if (distributed.enabled() && device.is_cuda() && !device.has_index()) {
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(distributed.local_rank));
+  }
+
+  // ---- rendezvous: rank 0's configuration is the run's; the others keep only their runtime ----
+  std::unique_ptr<DataParallel> parallel;
+  std::unique_ptr<ScratchDirectory> scratch;
+  if (distributed.enabled()) {
+    parallel = std::make_unique<DataParallel>(distributed, device);
+    const std::string main_config = parallel->share("config.json", config.to_json().dump());
+    if (!parallel->is_main()) {
+      TrainConfig from_main = TrainConfig::from_json(Json::parse(main_config, "rank 0's config"), "rank 0's config");
+      from_main.device = config.device;
+      from_main.threads = config.threads;
+      scratch = std::make_unique<ScratchDirectory>();
+      from_main.out = scratch->path();
+      from_main.validate();
+      config = from_main;
+    }
+  }
+  const bool is_main = parallel == nullptr || parallel->is_main();
+  DataParallel* const dp = parallel.get();
   const RunPaths paths(config.out);
   fs::create_directories(config.out);
-  if (!resume && fs::exists(paths.checkpoint)) {
+  if (is_main && !resume && fs::exists(paths.checkpoint)) {
     throw Error(config.out + " already holds a run; use --resume to continue it or choose another --out");
   }
 
@@ -263,8 +349,7 @@ TrainResult train(const TrainConfig& config, bool resume) {
   dataset.deduplicate = config.deduplicate;
   const data::DataSplits splits = data::split_corpus(pairs, dataset);
 
-  std::unique_ptr<data::Tokenizer> source_tokenizer, target_tokenizer;
-  if (config.tokenizer == "spm" && !resume) {
+  if (config.tokenizer == "spm" && !resume && is_main) {
     data::SentencePieceTrainOptions spm;
     spm.vocab_size = config.spm_vocab;
     spm.model_type = config.spm_type;
@@ -276,28 +361,28 @@ TrainResult train(const TrainConfig& config, bool resume) {
     data::SentencePieceTokenizer::train(sources, paths.source_spm.substr(0, paths.source_spm.size() - 6), spm);
     data::SentencePieceTokenizer::train(targets, paths.target_spm.substr(0, paths.target_spm.size() - 6), spm);
   }
-  source_tokenizer = data::load_tokenizer(config.tokenizer, paths.source_spm);
-  target_tokenizer = data::load_tokenizer(config.tokenizer, paths.target_spm);
+  if (config.tokenizer == "spm") {
+    mirror_from_main(dp, "spm.source.model", paths.source_spm);
+    mirror_from_main(dp, "spm.target.model", paths.target_spm);
+  }
+  const std::unique_ptr<data::Tokenizer> source_tokenizer = data::load_tokenizer(config.tokenizer, paths.source_spm);
+  const std::unique_ptr<data::Tokenizer> target_tokenizer = data::load_tokenizer(config.tokenizer, paths.target_spm);
 
-  std::unique_ptr<data::Vocabulary> source_vocab, target_vocab;
-  if (resume) {
-    source_vocab = std::make_unique<data::Vocabulary>(data::Vocabulary::load(paths.source_vocab));
-    target_vocab = std::make_unique<data::Vocabulary>(data::Vocabulary::load(paths.target_vocab));
-  } else {
+  if (is_main && !resume) {
     const data::VocabularyOptions vocab_options{config.min_frequency, config.max_vocab};
-    source_vocab = std::make_unique<data::Vocabulary>(
-        data::Vocabulary::build(tokenize_all(splits.train, *source_tokenizer, true), vocab_options));
-    target_vocab = std::make_unique<data::Vocabulary>(
-        data::Vocabulary::build(tokenize_all(splits.train, *target_tokenizer, false), vocab_options));
-    source_vocab->save(paths.source_vocab);
-    target_vocab->save(paths.target_vocab);
+    data::Vocabulary::build(tokenize_all(splits.train, *source_tokenizer, true), vocab_options).save(paths.source_vocab);
+    data::Vocabulary::build(tokenize_all(splits.train, *target_tokenizer, false), vocab_options).save(paths.target_vocab);
     config.save(paths.config);
     write_pairs(paths.test, splits.test);
     write_pairs(paths.dev, splits.dev);
   }
+  mirror_from_main(dp, "source.vocab", paths.source_vocab);
+  mirror_from_main(dp, "target.vocab", paths.target_vocab);
+  const data::Vocabulary source_vocab = data::Vocabulary::load(paths.source_vocab);
+  const data::Vocabulary target_vocab = data::Vocabulary::load(paths.target_vocab);
   const auto train_pairs =
-      data::encode_pairs(splits.train, *source_tokenizer, *target_tokenizer, *source_vocab, *target_vocab);
-  const auto dev_pairs = data::encode_pairs(splits.dev, *source_tokenizer, *target_tokenizer, *source_vocab, *target_vocab);
+      data::encode_pairs(splits.train, *source_tokenizer, *target_tokenizer, source_vocab, target_vocab);
+  const auto dev_pairs = data::encode_pairs(splits.dev, *source_tokenizer, *target_tokenizer, source_vocab, target_vocab);
   std::vector<std::string> dev_references;
   for (const auto& p : splits.dev) dev_references.push_back(p.target);
   data::BatchingOptions dev_batching;
@@ -306,34 +391,49 @@ TrainResult train(const TrainConfig& config, bool resume) {
 
   // ---- model ----
   torch::manual_seed(config.seed);
-  models::Seq2Seq model(config.model_options(static_cast<int64_t>(source_vocab->size()),
-                                             static_cast<int64_t>(target_vocab->size())));
-  model->to(device);
+  models::Seq2Seq model(config.model_options(static_cast<int64_t>(source_vocab.size()),
+                                             static_cast<int64_t>(target_vocab.size())));
+  model->to(device, config.scalar_type());
   model->train();
   torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(config.lr));
   TrainerState state;
-  if (resume) state = load_checkpoint(paths, *model, optimizer);
+  if (resume) {
+    for (const char* file : {"model.pt", "optimizer.pt", "rng.pt", "state.json"}) {
+      mirror_from_main(dp, std::string("checkpoint/") + file, (fs::path(paths.checkpoint) / file).string());
+    }
+    state = load_checkpoint(paths, *model, optimizer);
+  }
+  if (dp != nullptr) {
+    dp->broadcast_parameters(model->parameters());
+    // Dropout draws differ between ranks; rank 0 keeps the single-process stream.
+    if (!is_main) torch::manual_seed(config.seed + 7919ULL * static_cast<std::uint64_t>(dp->rank()) + state.epoch);
+  }
 
   TrainResult result;
   result.train_pairs = train_pairs.size();
-  result.source_vocab = source_vocab->size();
-  result.target_vocab = target_vocab->size();
+  result.source_vocab = source_vocab.size();
+  result.target_vocab = target_vocab.size();
   result.history = state.history;
-  std::fprintf(stderr,
-               "luong train: %zu train / %zu dev / %zu test pairs (of %zu read, %zu within %zu tokens); "
-               "vocabularies %zu / %zu; %s attention, %s decoder, %d threads, %s%s\n",
-               splits.train.size(), splits.dev.size(), splits.test.size(), splits.read, splits.filtered,
-               config.max_len, source_vocab->size(), target_vocab->size(), config.attention.c_str(),
-               config.decoder.c_str(), threads, device.str().c_str(),
-               resume ? (", resuming after epoch " + std::to_string(state.epoch) +
-                         (state.batches_done ? " + " + std::to_string(state.batches_done) + " batches" : ""))
-                            .c_str()
-                      : "");
+  if (is_main) {
+    const std::string ranks =
+        dp == nullptr ? std::string()
+                      : ", " + std::to_string(dp->world_size()) + " ranks (" + std::to_string(distributed.local_world_size) +
+                            " on this machine)";
+    std::fprintf(stderr,
+                 "luong train: %zu train / %zu dev / %zu test pairs (of %zu read, %zu within %zu tokens); "
+                 "vocabularies %zu / %zu; %s attention, %s decoder, %d thread%s, %s%s%s\n",
+                 splits.train.size(), splits.dev.size(), splits.test.size(), splits.read, splits.filtered,
+                 config.max_len, source_vocab.size(), target_vocab.size(), config.attention.c_str(),
+                 config.decoder.c_str(), threads, threads == 1 ? "" : "s", device.str().c_str(), ranks.c_str(),
+                 resume ? (", resuming after epoch " + std::to_string(state.epoch) +
+                           (state.batches_done ? " + " + std::to_string(state.batches_done) + " batches" : ""))
+                              .c_str()
+                        : "");
+  }
 
   const models::LossAverage average =
       config.loss_average == "step" ? models::LossAverage::kStep : models::LossAverage::kToken;
   InterruptGuard interrupt_guard;
-  std::int64_t global_step = 0;
   for (int epoch = state.epoch + 1; epoch <= config.epochs; ++epoch) {
     data::BatchingOptions batching;
     batching.batch_size = config.batch;
@@ -341,51 +441,78 @@ TrainResult train(const TrainConfig& config, bool resume) {
     batching.bucket = config.bucket;
     batching.shuffle = config.shuffle;
     batching.seed = config.seed * 1000003ULL + static_cast<std::uint64_t>(epoch);
-    const std::vector<data::Batch> batches = data::make_batches(train_pairs, batching);
+    const std::vector<std::vector<const data::EncodedPair*>> plan = data::plan_batches(train_pairs, batching);
     std::int64_t epoch_tokens = 0;
-    for (const auto& b : batches) epoch_tokens += b.target_tokens;
+    for (const auto& rows : plan) {
+      for (const data::EncodedPair* row : rows) epoch_tokens += static_cast<std::int64_t>(row->target.size()) + 1;
+    }
 
-    Progress progress("epoch " + std::to_string(epoch) + "/" + std::to_string(config.epochs), epoch_tokens, "tok");
+    Progress progress("epoch " + std::to_string(epoch) + "/" + std::to_string(config.epochs), epoch_tokens, "tok",
+                      is_main ? stderr : nullptr);
     double loss_sum = state.partial_loss;
     double loss_weight = state.partial_weight;
     std::int64_t tokens_done = state.partial_tokens;
     const auto start = std::chrono::steady_clock::now();
+    const double allreduce_before = dp != nullptr ? dp->allreduce_seconds() : 0.0;
+    const std::int64_t allreduce_calls_before = dp != nullptr ? dp->allreduce_calls() : 0;
     std::int64_t timed_tokens = 0;
-    for (std::size_t i = static_cast<std::size_t>(state.batches_done); i < batches.size(); ++i) {
-      const data::Batch batch = batches[i].to(device);
+    for (std::size_t i = static_cast<std::size_t>(state.batches_done); i < plan.size(); ++i) {
+      const data::Batch global = data::make_batch(plan[i]);
       optimizer.zero_grad();
-      const models::LossOutput loss = model->loss(batch.src, batch.src_lengths, batch.dec_in, batch.dec_tgt, average);
-      const double value = loss.loss.item<double>();
-      if (!std::isfinite(value)) {
-        std::ostringstream lines;
-        for (std::size_t k = 0; k < batch.lines.size() && k < 8; ++k) lines << (k ? "," : "") << batch.lines[k];
-        if (batch.lines.size() > 8) lines << ",...";
-        throw Error("non-finite loss at epoch " + std::to_string(epoch) + " batch " + std::to_string(i + 1) +
-                    " (corpus lines " + lines.str() + "); the last good checkpoint in " + paths.checkpoint +
-                    " is kept");
+      double value = 0;    // the batch's loss, averaged as configured
+      double weight = 0;   // its weight in the epoch's mean
+      bool interrupted = false;
+      if (dp == nullptr) {
+        const data::Batch batch = global.to(device);
+        const models::LossOutput loss = model->loss(batch.src, batch.src_lengths, batch.dec_in, batch.dec_tgt, average);
+        value = loss.loss.item<double>();
+        if (std::isfinite(value)) loss.loss.backward();
+        interrupted = g_interrupted.load();
+      } else {
+        // Each rank's loss is its rows' share of the global batch's average, so the summed
+        // gradients are exactly the single-process gradient of the whole batch.
+        const std::vector<const data::EncodedPair*> mine = data::shard_rows(plan[i], dp->rank(), dp->world_size());
+        double local = 0;
+        if (!mine.empty()) {
+          const data::Batch batch = data::make_batch(mine).to(device);
+          const models::LossOutput loss = model->weighted_loss(batch.src, batch.src_lengths, batch.dec_in,
+                                                               batch.dec_tgt, step_weights(plan[i], average));
+          local = loss.loss.item<double>();
+          if (std::isfinite(local)) loss.loss.backward();
+        }
+        const std::vector<double> totals =
+            dp->sum_gradients(model->parameters(), {local, g_interrupted.load() ? 1.0 : 0.0});
+        value = totals[0];
+        interrupted = totals[1] > 0;
       }
-      loss.loss.backward();
+      if (!std::isfinite(value)) {
+        throw Error("non-finite loss at epoch " + std::to_string(epoch) + " batch " + std::to_string(i + 1) +
+                    " (corpus lines " + describe_lines(global.lines) + "); the last good checkpoint in " +
+                    paths.checkpoint + " is kept");
+      }
       if (config.clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), config.clip);
       optimizer.step();
-      ++global_step;
       // token averaging weighs each batch by its tokens; step averaging takes the mean over batches
-      const double weight = average == models::LossAverage::kToken ? static_cast<double>(loss.tokens) : 1.0;
+      weight = average == models::LossAverage::kToken ? static_cast<double>(global.target_tokens) : 1.0;
       loss_sum += value * weight;
       loss_weight += weight;
-      tokens_done += batch.target_tokens;
-      timed_tokens += batch.target_tokens;
+      tokens_done += global.target_tokens;
+      timed_tokens += global.target_tokens;
       char detail[64];
       std::snprintf(detail, sizeof detail, "loss %.4f", loss_sum / loss_weight);
-      progress.advance(batch.target_tokens, detail);
-      if (g_interrupted.load()) {
+      progress.advance(global.target_tokens, detail);
+      if (interrupted) {
         progress.finish();
         state.batches_done = static_cast<std::int64_t>(i + 1);
         state.partial_loss = loss_sum;
         state.partial_weight = loss_weight;
         state.partial_tokens = tokens_done;
-        save_checkpoint(paths, *model, optimizer, state);
-        std::fprintf(stderr, "luong train: interrupted; checkpoint saved after epoch %d batch %zu (resume with --resume)\n",
-                     epoch - 1, i + 1);
+        if (is_main) {
+          save_checkpoint(paths, *model, optimizer, state);
+          std::fprintf(stderr,
+                       "luong train: interrupted; checkpoint saved after epoch %d batch %zu (resume with --resume)\n",
+                       epoch - 1, i + 1);
+        }
         result.interrupted = true;
         return result;
       }
@@ -397,39 +524,57 @@ TrainResult train(const TrainConfig& config, bool resume) {
     record.train_loss = loss_sum / std::max(loss_weight, 1.0);
     record.seconds = seconds;
     record.tokens_per_second = seconds > 0 ? static_cast<double>(timed_tokens) / seconds : 0.0;
-    const DevMetrics dev = evaluate_dev(*model, dev_batches, dev_references, *target_vocab, *target_tokenizer, device);
-    record.dev_loss = dev.loss;
-    record.dev_bleu = dev.bleu;
-    state.history.push_back(record);
     state.epoch = epoch;
     state.batches_done = 0;
     state.partial_loss = state.partial_weight = 0;
     state.partial_tokens = 0;
-    bool improved = false;
-    if (!std::isnan(dev.bleu)) {
-      if (dev.bleu > state.best_bleu) {
-        state.best_bleu = dev.bleu;
-        state.bad_epochs = 0;
-        improved = true;
-      } else {
-        ++state.bad_epochs;
+    bool stop = false;
+    if (is_main) {
+      const DevMetrics dev = evaluate_dev(*model, dev_batches, dev_references, target_vocab, *target_tokenizer, device);
+      record.dev_loss = dev.loss;
+      record.dev_bleu = dev.bleu;
+      state.history.push_back(record);
+      bool improved = false;
+      if (!std::isnan(dev.bleu)) {
+        if (dev.bleu > state.best_bleu) {
+          state.best_bleu = dev.bleu;
+          state.bad_epochs = 0;
+          improved = true;
+        } else {
+          ++state.bad_epochs;
+        }
       }
-    }
-    save_checkpoint(paths, *model, optimizer, state);
-    if (improved) models::save_state_dict(models::state_dict(*model), paths.best_model);
-    write_curve(paths, state.history);
-    if (std::isnan(dev.loss)) {
-      std::fprintf(stderr, "epoch %d/%d: train loss %.4f, %.0f tok/s, %.1f s\n", epoch, config.epochs,
-                   record.train_loss, record.tokens_per_second, seconds);
+      save_checkpoint(paths, *model, optimizer, state);
+      if (improved) models::save_state_dict(models::state_dict(*model), paths.best_model);
+      write_curve(paths, state.history);
+      std::string communication;
+      if (dp != nullptr) {
+        const std::int64_t calls = dp->allreduce_calls() - allreduce_calls_before;
+        char text[96];
+        std::snprintf(text, sizeof text, ", all-reduce %.2f ms/step (%zu bucket%s)",
+                      calls > 0 ? 1000.0 * (dp->allreduce_seconds() - allreduce_before) / static_cast<double>(calls) : 0.0,
+                      dp->bucket_count(), dp->bucket_count() == 1 ? "" : "s");
+        communication = text;
+      }
+      if (std::isnan(dev.loss)) {
+        std::fprintf(stderr, "epoch %d/%d: train loss %.4f, %.0f tok/s, %.1f s%s\n", epoch, config.epochs,
+                     record.train_loss, record.tokens_per_second, seconds, communication.c_str());
+      } else {
+        std::fprintf(stderr, "epoch %d/%d: train loss %.4f, dev loss %.4f, dev BLEU %.2f%s, %.0f tok/s, %.1f s%s\n",
+                     epoch, config.epochs, record.train_loss, dev.loss, dev.bleu, improved ? " (best)" : "",
+                     record.tokens_per_second, seconds, communication.c_str());
+      }
+      if (config.patience > 0 && state.bad_epochs >= config.patience) {
+        std::fprintf(stderr, "luong train: dev BLEU has not improved for %d epochs; stopping (best %.2f kept in %s)\n",
+                     config.patience, state.best_bleu, paths.best_model.c_str());
+        stop = true;
+      }
     } else {
-      std::fprintf(stderr, "epoch %d/%d: train loss %.4f, dev loss %.4f, dev BLEU %.2f%s, %.0f tok/s, %.1f s\n", epoch,
-                   config.epochs, record.train_loss, dev.loss, dev.bleu, improved ? " (best)" : "",
-                   record.tokens_per_second, seconds);
+      state.history.push_back(record);
     }
     result.history = state.history;
-    if (config.patience > 0 && state.bad_epochs >= config.patience) {
-      std::fprintf(stderr, "luong train: dev BLEU has not improved for %d epochs; stopping (best %.2f kept in %s)\n",
-                   config.patience, state.best_bleu, paths.best_model.c_str());
+    if (dp != nullptr) stop = dp->sum({stop ? 1.0 : 0.0})[0] > 0;  // rank 0 decides for everyone
+    if (stop) {
       result.stopped_early = true;
       break;
     }

@@ -25,7 +25,7 @@ Progress::Progress(std::string label, std::int64_t total, std::string unit, std:
       total_(total),
       unit_(std::move(unit)),
       stream_(stream),
-      tty_(::isatty(::fileno(stream)) != 0),
+      tty_(stream != nullptr && ::isatty(::fileno(stream)) != 0),
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_) {}
 
@@ -59,6 +59,7 @@ void Progress::finish() {
 }
 
 void Progress::draw(bool final) {
+  if (stream_ == nullptr) return;
   const double r = rate();
   std::string eta = "?";
   if (total_ > 0 && r > 0) eta = format_duration(static_cast<double>(total_ - done_) / r);

@@ -34,7 +34,16 @@ struct BatchingOptions {
 
 Batch make_batch(const std::vector<const EncodedPair*>& rows);
 
-/// Splits `pairs` into batches (the last may be smaller). Deterministic for a given seed.
+/// The rows of each batch: `pairs` split into groups (the last may be smaller), deterministic for a
+/// given seed. The pointers point into `pairs`.
+std::vector<std::vector<const EncodedPair*>> plan_batches(const std::vector<EncodedPair>& pairs,
+                                                         const BatchingOptions& options);
+
+/// make_batch over every group of plan_batches.
 std::vector<Batch> make_batches(const std::vector<EncodedPair>& pairs, const BatchingOptions& options);
+
+/// Rank `rank`'s contiguous share of a batch's rows in data-parallel training: the shards of all
+/// ranks partition `rows` in order, differing in size by at most one (some may be empty).
+std::vector<const EncodedPair*> shard_rows(const std::vector<const EncodedPair*>& rows, int rank, int world_size);
 
 }  // namespace luong::data

@@ -67,9 +67,23 @@ class Seq2SeqImpl : public torch::nn::Module {
   LossOutput loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
                   const torch::Tensor& dec_tgt, LossAverage average = LossAverage::kToken);
 
+  /// As loss(), but `loss` is the sum over non-padding entries of dec_tgt [B, T] of cross-entropy
+  /// times step_weights[t] (step_weights [T'] with T' >= T, float64 on the CPU). Lets a data-parallel
+  /// rank normalise its rows by the counts of the whole global batch.
+  LossOutput weighted_loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
+                           const torch::Tensor& dec_tgt, const torch::Tensor& step_weights);
+
   Seq2SeqOptions options;
   Encoder encoder{nullptr};
   std::shared_ptr<DecoderInterface> decoder;
+
+ private:
+  struct TokenLosses {
+    torch::Tensor per_token;  ///< [N] cross-entropy of each non-padding target entry
+    torch::Tensor rows;       ///< [N] its flat index b * T + t into dec_tgt
+  };
+  TokenLosses token_losses(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
+                           const torch::Tensor& dec_tgt);
 };
 TORCH_MODULE(Seq2Seq);
 

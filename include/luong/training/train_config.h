@@ -35,6 +35,7 @@ struct TrainConfig {
   std::int64_t layers = 1;
   double dropout = 0.0;
   bool bidirectional = false;
+  std::string dtype = "float32";   ///< float32, or float64 (for numerics: parity checks, data-parallel equality)
   // optimisation
   std::int64_t batch = 32;
   bool batch_by_tokens = false;
@@ -53,6 +54,7 @@ struct TrainConfig {
 
   /// Throws luong::Error naming the first invalid field.
   void validate() const;
+  torch::ScalarType scalar_type() const;
   models::Seq2SeqOptions model_options(std::int64_t source_vocab, std::int64_t target_vocab) const;
 
   Json to_json() const;

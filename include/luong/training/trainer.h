@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "luong/training/data_parallel.h"
 #include "luong/training/train_config.h"
 
 namespace luong::training {
@@ -32,6 +33,11 @@ struct TrainResult {
 /// optimizer state and random-number state, so the parameters match an uninterrupted run bit for
 /// bit. Progress goes to stderr. Throws luong::Error on bad input and on a non-finite loss (naming
 /// the step and corpus lines; the last checkpoint is kept).
-TrainResult train(const TrainConfig& config, bool resume);
+///
+/// With distributed.enabled(), this process is one rank of a data-parallel job (see DataParallel):
+/// config.batch is the global batch, each rank trains on its rows of it, and the result equals a
+/// single process's up to rounding. Rank 0's configuration holds for every rank except device and
+/// threads; only rank 0 writes to config.out, and --resume reads rank 0's checkpoint.
+TrainResult train(const TrainConfig& config, bool resume, const DistributedOptions& distributed = {});
 
 }  // namespace luong::training

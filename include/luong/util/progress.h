@@ -10,7 +10,7 @@ namespace luong {
 
 class Progress {
  public:
-  /// `total` units of work (0 = unknown), `unit` names them ("tok", "sent").
+  /// `total` units of work (0 = unknown), `unit` names them ("tok", "sent"); a null `stream` is silent.
   Progress(std::string label, std::int64_t total, std::string unit, std::FILE* stream = stderr);
   /// Adds `done` units; `detail` (e.g. the running loss) is shown after the rate.
   void advance(std::int64_t done, const std::string& detail = "");

@@ -1,0 +1,83 @@
+#pragma once
+// `luong` running in the background: the tests that signal, kill or pair up processes.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace luong::test {
+
+class Subprocess {
+ public:
+  /// Starts `LUONG_BINARY` with the whitespace-separated `args`; stdout and stderr go to `log`.
+  Subprocess(const std::string& args, std::string log) : log_(std::move(log)) {
+    std::vector<std::string> words = {LUONG_BINARY};
+    std::istringstream split(args);
+    for (std::string w; split >> w;) words.push_back(w);
+    std::vector<char*> argv;
+    for (auto& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    const int failed = posix_spawn(&pid_, LUONG_BINARY, &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (failed != 0) throw std::runtime_error("cannot start " + std::string(LUONG_BINARY));
+  }
+  ~Subprocess() {
+    if (!reaped_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  void signal(int number) { ::kill(pid_, number); }
+
+  /// Waits up to `limit` for the process to end; returns its exit status, 128 + signal if a
+  /// signal ended it, or -1 if it is still running at the deadline.
+  int wait(std::chrono::milliseconds limit = std::chrono::minutes(5)) {
+    if (reaped_) return status_;
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      int status = 0;
+      const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) {
+        reaped_ = true;
+        status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return status_;
+      }
+      if (std::chrono::steady_clock::now() > deadline) return -1;
+      ::usleep(10000);
+    }
+  }
+
+  /// Everything the process has written so far.
+  std::string output() const {
+    std::ifstream in(log_, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int status_ = -1;
+};
+
+}  // namespace luong::test
