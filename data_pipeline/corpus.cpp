@@ -36,8 +36,7 @@ void check_utf8(const std::string& path, std::size_t line_number, const std::str
 
 bool is_blank(const std::string& s) { return s.find_first_not_of(" \t") == std::string::npos; }
 
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in = open_or_throw(path);
+std::vector<std::string> read_lines(std::istream& in, const std::string& path) {
   std::vector<std::string> lines;
   std::string line;
   while (std::getline(in, line)) {
@@ -59,6 +58,10 @@ CorpusFormat parse_corpus_format(const std::string& name) {
 
 std::vector<SentencePair> read_tsv(const std::string& path, bool reverse) {
   std::ifstream in = open_or_throw(path);
+  return parse_tsv(in, path, reverse);
+}
+
+std::vector<SentencePair> parse_tsv(std::istream& in, const std::string& path, bool reverse) {
   std::vector<SentencePair> pairs;
   std::string line;
   std::size_t line_number = 0;
@@ -89,8 +92,15 @@ std::vector<SentencePair> read_tsv(const std::string& path, bool reverse) {
 
 std::vector<SentencePair> read_opus(const std::string& english_path, const std::string& arabic_path,
                                     bool reverse) {
-  const std::vector<std::string> english = read_lines(english_path);
-  const std::vector<std::string> arabic = read_lines(arabic_path);
+  std::ifstream english = open_or_throw(english_path);
+  std::ifstream arabic = open_or_throw(arabic_path);
+  return parse_opus(english, english_path, arabic, arabic_path, reverse);
+}
+
+std::vector<SentencePair> parse_opus(std::istream& english_lines, const std::string& english_path,
+                                     std::istream& arabic_lines, const std::string& arabic_path, bool reverse) {
+  const std::vector<std::string> english = read_lines(english_lines, english_path);
+  const std::vector<std::string> arabic = read_lines(arabic_lines, arabic_path);
   if (english.size() != arabic.size()) {
     throw DataError(english_path + " has " + std::to_string(english.size()) + " lines but " + arabic_path +
                     " has " + std::to_string(arabic.size()) + "; OPUS files must be line-aligned");

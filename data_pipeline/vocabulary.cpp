@@ -47,6 +47,10 @@ Vocabulary Vocabulary::build(const std::vector<std::vector<std::string>>& senten
 Vocabulary Vocabulary::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError(path + ": cannot open vocabulary file");
+  return parse(in, path);
+}
+
+Vocabulary Vocabulary::parse(std::istream& in, const std::string& path) {
   std::vector<std::string> tokens;
   std::unordered_map<std::string, std::size_t> seen;
   std::string line;

@@ -1,7 +1,5 @@
 #include "luong/models/state_dict.h"
 
-#include <caffe2/serialize/inline_container.h>
-#include <caffe2/serialize/read_adapter_interface.h>
 
 #include <cstring>
 #include <fstream>
@@ -10,6 +8,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "luong/models/zip_archive.h"
 #include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
 
@@ -41,21 +40,6 @@ ValuePtr make(Value::Kind kind) {
   return v;
 }
 
-class MemoryReadAdapter final : public caffe2::serialize::ReadAdapterInterface {
- public:
-  explicit MemoryReadAdapter(const std::vector<char>& bytes) : bytes_(bytes) {}
-  size_t size() const override { return bytes_.size(); }
-  size_t read(uint64_t pos, void* buf, size_t n, const char*) const override {
-    if (pos >= bytes_.size()) return 0;
-    const size_t count = std::min<size_t>(n, bytes_.size() - pos);
-    std::memcpy(buf, bytes_.data() + pos, count);
-    return count;
-  }
-
- private:
-  const std::vector<char>& bytes_;
-};
-
 torch::ScalarType storage_dtype(const std::string& global, const std::string& origin) {
   static const std::map<std::string, torch::ScalarType> kTypes = {
       {"torch.FloatStorage", torch::kFloat},     {"torch.DoubleStorage", torch::kDouble},
@@ -64,13 +48,13 @@ torch::ScalarType storage_dtype(const std::string& global, const std::string& or
       {"torch.ShortStorage", torch::kShort},     {"torch.CharStorage", torch::kChar},
       {"torch.ByteStorage", torch::kByte},       {"torch.BoolStorage", torch::kBool}};
   const auto it = kTypes.find(global);
-  if (it == kTypes.end()) throw CheckpointError(origin + ": unsupported storage type " + global);
+  if (it == kTypes.end()) throw CheckpointError(origin + ": unsupported storage type " + printable(global));
   return it->second;
 }
 
 class StateDictUnpickler {
  public:
-  StateDictUnpickler(const std::string& pickle, caffe2::serialize::PyTorchStreamReader& archive, std::string origin)
+  StateDictUnpickler(std::string_view pickle, const ZipArchive& archive, std::string origin)
       : data_(pickle), archive_(archive), origin_(std::move(origin)) {}
 
   ValuePtr run() {
@@ -89,8 +73,8 @@ class StateDictUnpickler {
   }
 
   std::string read_bytes(size_t n) {
-    if (pos_ + n > data_.size()) fail("truncated pickle");
-    std::string out = data_.substr(pos_, n);
+    if (n > data_.size() - pos_) fail("truncated pickle");
+    std::string out(data_.substr(pos_, n));
     pos_ += n;
     return out;
   }
@@ -102,8 +86,8 @@ class StateDictUnpickler {
   }
   std::string read_line() {
     const size_t end = data_.find('\n', pos_);
-    if (end == std::string::npos) fail("truncated pickle");
-    std::string out = data_.substr(pos_, end - pos_);
+    if (end == std::string_view::npos) fail("truncated pickle");
+    std::string out(data_.substr(pos_, end - pos_));
     pos_ = end + 1;
     return out;
   }
@@ -172,12 +156,12 @@ class StateDictUnpickler {
     }
     const int64_t numel = pid->items[4]->integer;
     const std::string record = "data/" + key;
-    if (!archive_.hasRecord(record)) fail("missing tensor data " + record);
-    auto [data, size] = archive_.getRecord(record);
+    if (!archive_.has(record)) fail("missing tensor data " + printable(record));
+    const std::string_view data = archive_.get(record);
     const size_t element = c10::elementSize(value->dtype);
-    if (numel < 0 || size < static_cast<size_t>(numel) * element) fail("tensor data " + record + " is truncated");
+    if (numel < 0 || data.size() / element < static_cast<size_t>(numel)) fail("tensor data " + printable(record) + " is truncated");
     torch::Tensor flat = torch::empty({numel}, torch::TensorOptions().dtype(value->dtype));
-    std::memcpy(flat.data_ptr(), data.get(), static_cast<size_t>(numel) * element);
+    std::memcpy(flat.data_ptr(), data.data(), static_cast<size_t>(numel) * element);
     storages_[key] = flat;
     value->tensor = flat;
     return value;
@@ -329,8 +313,8 @@ class StateDictUnpickler {
     }
   }
 
-  const std::string& data_;
-  caffe2::serialize::PyTorchStreamReader& archive_;
+  std::string_view data_;
+  const ZipArchive& archive_;
   std::string origin_;
   size_t pos_ = 0;
   std::vector<ValuePtr> stack_;
@@ -361,10 +345,9 @@ void save_state_dict(const StateDict& dict, const std::string& path) {
 
 StateDict parse_state_dict(const std::vector<char>& bytes, const std::string& origin) {
   try {
-    caffe2::serialize::PyTorchStreamReader archive(std::make_unique<MemoryReadAdapter>(bytes));
-    if (!archive.hasRecord("data.pkl")) throw CheckpointError(origin + ": not a torch.save file (no data.pkl)");
-    auto [data, size] = archive.getRecord("data.pkl");
-    const std::string pickle(static_cast<const char*>(data.get()), size);
+    const ZipArchive archive(bytes, origin);
+    if (!archive.has("data.pkl")) throw CheckpointError(origin + ": not a torch.save file (no data.pkl)");
+    const std::string_view pickle = archive.get("data.pkl");
     const ValuePtr root = StateDictUnpickler(pickle, archive, origin).run();
     if (root->kind != Value::Kind::kDict) throw CheckpointError(origin + ": holds no dict of tensors");
     StateDict dict;
@@ -397,12 +380,12 @@ void load_state_dict(torch::nn::Module& module, const StateDict& dict, const std
   const auto visit = [&](const std::string& name, torch::Tensor& target) {
     const auto it = by_name.find(name);
     if (it == by_name.end()) {
-      missing.push_back(name);
+      missing.push_back(printable(name));
       return;
     }
     if (it->second.sizes() != target.sizes()) {
       std::ostringstream line;
-      line << name << " " << it->second.sizes() << " vs model " << target.sizes();
+      line << printable(name) << " " << it->second.sizes() << " vs model " << target.sizes();
       mismatched.push_back(line.str());
     } else {
       copies.emplace_back(target, it->second);
@@ -423,7 +406,7 @@ void load_state_dict(torch::nn::Module& module, const StateDict& dict, const std
     };
     std::vector<std::string> unexpected;
     for (const auto& [name, tensor] : dict) {
-      if (by_name.count(name)) unexpected.push_back(name);
+      if (by_name.count(name)) unexpected.push_back(printable(name));
     }
     list("missing", missing);
     list("unexpected", unexpected);

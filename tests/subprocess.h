@@ -19,8 +19,12 @@ namespace luong::test {
 
 class Subprocess {
  public:
-  /// Starts `LUONG_BINARY` with the whitespace-separated `args`; stdout and stderr go to `log`.
-  Subprocess(const std::string& args, std::string log) : log_(std::move(log)) {
+  /// Starts `LUONG_BINARY` with the whitespace-separated `args`; stdout and stderr go to `log`
+  /// (stdout alone to `stdout_path` when given), stdin comes from `stdin_path`, and `environment`
+  /// ("NAME=value" entries) is added to the test's own.
+  Subprocess(const std::string& args, std::string log, const std::vector<std::string>& environment = {},
+             const std::string& stdin_path = "/dev/null", const std::string& stdout_path = "")
+      : log_(std::move(log)) {
     std::vector<std::string> words = {LUONG_BINARY};
     std::istringstream split(args);
     for (std::string w; split >> w;) words.push_back(w);
@@ -29,10 +33,19 @@ class Subprocess {
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    const int failed = posix_spawn(&pid_, LUONG_BINARY, &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_addopen(&actions, 2, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (stdout_path.empty()) {
+      posix_spawn_file_actions_adddup2(&actions, 2, 1);
+    } else {
+      posix_spawn_file_actions_addopen(&actions, 1, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    }
+    posix_spawn_file_actions_addopen(&actions, 0, stdin_path.c_str(), O_RDONLY, 0);
+    std::vector<std::string> variables = environment;
+    for (char** variable = environ; *variable != nullptr; ++variable) variables.emplace_back(*variable);
+    std::vector<char*> envp;
+    for (auto& v : variables) envp.push_back(v.data());
+    envp.push_back(nullptr);
+    const int failed = posix_spawn(&pid_, LUONG_BINARY, &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (failed != 0) throw std::runtime_error("cannot start " + std::string(LUONG_BINARY));
   }

@@ -122,16 +122,47 @@ struct TrainerState {
   }
 };
 
+void write_curve(const RunPaths& paths, const std::vector<EpochRecord>& history) {
+  write_file_atomically(paths.loss_csv, [&](std::ostream& out) {
+    out << "epoch,train_loss,dev_loss,dev_bleu,tokens_per_second\n";
+    for (const auto& r : history) {
+      char line[256];
+      std::snprintf(line, sizeof line, "%d,%.6f,%.6f,%.2f,%.0f\n", r.epoch, r.train_loss, r.dev_loss, r.dev_bleu,
+                    r.tokens_per_second);
+      out << line;
+    }
+  });
+  Series train{"train", {}, {}, {31, 119, 180}};
+  Series dev{"dev", {}, {}, {255, 127, 14}};
+  for (const auto& r : history) {
+    train.x.push_back(r.epoch);
+    train.y.push_back(r.train_loss);
+    dev.x.push_back(r.epoch);
+    dev.y.push_back(r.dev_loss);
+  }
+  Canvas canvas(640, 400);
+  draw_line_chart(canvas, {0, 0, 640, 400}, {train, dev}, "cross-entropy per target token", "epoch", "loss");
+  canvas.save_png(paths.loss_png);
+}
+
+// Writes the run's exports first (model.pt, best_model.pt when `improved`, the curve at an epoch's
+// end) and the checkpoint last: the checkpoint is the commit point. A crash before it leaves the
+// previous checkpoint, and --resume redoes the work and rewrites the same exports.
 void save_checkpoint(const RunPaths& paths, models::Seq2SeqImpl& model, torch::optim::Adam& optimizer,
-                     const TrainerState& state) {
+                     const TrainerState& state, bool improved, bool epoch_end) {
+  const models::StateDict weights = models::state_dict(model);
+  models::save_state_dict(weights, paths.model);
+  if (improved) models::save_state_dict(weights, paths.best_model);
+  if (epoch_end) write_curve(paths, state.history);
   const std::string staging = temporary_path_for(paths.checkpoint);
   fs::create_directories(staging);
+  kill_point();
   try {
-    const models::StateDict weights = models::state_dict(model);
     models::save_state_dict(weights, (fs::path(staging) / "model.pt").string());
     torch::serialize::OutputArchive archive;
     optimizer.save(archive);
     archive.save_to((fs::path(staging) / "optimizer.pt").string());
+    kill_point();
     models::save_state_dict({{"cpu", at::detail::getDefaultCPUGenerator().get_state()}},
                             (fs::path(staging) / "rng.pt").string());
     write_file_atomically((fs::path(staging) / "state.json").string(),
@@ -141,11 +172,12 @@ void save_checkpoint(const RunPaths& paths, models::Seq2SeqImpl& model, torch::o
       if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, paths.checkpoint.c_str(), RENAME_EXCHANGE) != 0) {
         throw Error(paths.checkpoint + ": cannot replace checkpoint (" + std::strerror(errno) + ")");
       }
+      kill_point();
       fs::remove_all(staging);
     } else {
       fs::rename(staging, paths.checkpoint);
     }
-    models::save_state_dict(weights, paths.model);
+    kill_point();
   } catch (...) {
     std::error_code ec;
     fs::remove_all(staging, ec);
@@ -175,29 +207,6 @@ TrainerState load_checkpoint(const RunPaths& paths, models::Seq2SeqImpl& model, 
   }
   const std::string state_path = (fs::path(paths.checkpoint) / "state.json").string();
   return TrainerState::from_json(Json::parse(read_text(state_path), state_path));
-}
-
-void write_curve(const RunPaths& paths, const std::vector<EpochRecord>& history) {
-  write_file_atomically(paths.loss_csv, [&](std::ostream& out) {
-    out << "epoch,train_loss,dev_loss,dev_bleu,tokens_per_second\n";
-    for (const auto& r : history) {
-      char line[256];
-      std::snprintf(line, sizeof line, "%d,%.6f,%.6f,%.2f,%.0f\n", r.epoch, r.train_loss, r.dev_loss, r.dev_bleu,
-                    r.tokens_per_second);
-      out << line;
-    }
-  });
-  Series train{"train", {}, {}, {31, 119, 180}};
-  Series dev{"dev", {}, {}, {255, 127, 14}};
-  for (const auto& r : history) {
-    train.x.push_back(r.epoch);
-    train.y.push_back(r.train_loss);
-    dev.x.push_back(r.epoch);
-    dev.y.push_back(r.dev_loss);
-  }
-  Canvas canvas(640, 400);
-  draw_line_chart(canvas, {0, 0, 640, 400}, {train, dev}, "cross-entropy per target token", "epoch", "loss");
-  canvas.save_png(paths.loss_png);
 }
 
 struct DevMetrics {
@@ -331,6 +340,7 @@ TrainResult train(const TrainConfig& requested, bool resume, const DistributedOp
   if (is_main && !resume && fs::exists(paths.checkpoint)) {
     throw Error(config.out + " already holds a run; use --resume to continue it or choose another --out");
   }
+  if (is_main) remove_stale_temporaries(config.out);
 
   // ---- data ----
   std::vector<data::SentencePair> pairs;
@@ -402,6 +412,8 @@ TrainResult train(const TrainConfig& requested, bool resume, const DistributedOp
       mirror_from_main(dp, std::string("checkpoint/") + file, (fs::path(paths.checkpoint) / file).string());
     }
     state = load_checkpoint(paths, *model, optimizer);
+    // The checkpoint restores Adam's options too; a --lr given with --resume wins.
+    for (auto& group : optimizer.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(config.lr);
   }
   if (dp != nullptr) {
     dp->broadcast_parameters(model->parameters());
@@ -508,7 +520,7 @@ TrainResult train(const TrainConfig& requested, bool resume, const DistributedOp
         state.partial_weight = loss_weight;
         state.partial_tokens = tokens_done;
         if (is_main) {
-          save_checkpoint(paths, *model, optimizer, state);
+          save_checkpoint(paths, *model, optimizer, state, false, false);
           std::fprintf(stderr,
                        "luong train: interrupted; checkpoint saved after epoch %d batch %zu (resume with --resume)\n",
                        epoch - 1, i + 1);
@@ -544,9 +556,7 @@ TrainResult train(const TrainConfig& requested, bool resume, const DistributedOp
           ++state.bad_epochs;
         }
       }
-      save_checkpoint(paths, *model, optimizer, state);
-      if (improved) models::save_state_dict(models::state_dict(*model), paths.best_model);
-      write_curve(paths, state.history);
+      save_checkpoint(paths, *model, optimizer, state, improved, true);
       std::string communication;
       if (dp != nullptr) {
         const std::int64_t calls = dp->allreduce_calls() - allreduce_calls_before;

@@ -1,6 +1,7 @@
 #pragma once
 // Parallel-corpus readers: Tatoeba/Anki TSV and OPUS-100 (Moses) line-aligned files.
 #include <cstddef>
+#include <istream>
 #include <string>
 #include <vector>
 
@@ -31,11 +32,16 @@ CorpusFormat parse_corpus_format(const std::string& name);
 /// Throws DataError naming file and line for a missing file, a line without a tab, an empty
 /// side or invalid UTF-8.
 std::vector<SentencePair> read_tsv(const std::string& path, bool reverse = false);
+/// read_tsv on an open stream; `origin` names it in errors.
+std::vector<SentencePair> parse_tsv(std::istream& in, const std::string& origin, bool reverse = false);
 
 /// Two line-aligned files. Throws DataError on a missing file, different line counts or
 /// invalid UTF-8.
 std::vector<SentencePair> read_opus(const std::string& english_path, const std::string& arabic_path,
                                     bool reverse = false);
+/// read_opus on open streams.
+std::vector<SentencePair> parse_opus(std::istream& english, const std::string& english_origin, std::istream& arabic,
+                                     const std::string& arabic_origin, bool reverse = false);
 
 /// Dispatches on spec.format, resolving OPUS directories and prefixes. Throws DataError when
 /// nothing usable is found or the corpus is empty.

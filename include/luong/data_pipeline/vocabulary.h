@@ -2,6 +2,7 @@
 // A token <-> id table with the notebook's special tokens first: <pad>=0, <sos>=1, <eos>=2, <unk>=3.
 #include <cstddef>
 #include <cstdint>
+#include <istream>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -30,6 +31,8 @@ class Vocabulary {
   /// One token per line, in id order. Throws DataError when the file is missing, malformed
   /// (specials not first, duplicates, invalid UTF-8) or empty.
   static Vocabulary load(const std::string& path);
+  /// load() on an open stream; `origin` names it in errors.
+  static Vocabulary parse(std::istream& in, const std::string& origin);
   /// Written to a temporary file and renamed, so a crash never leaves half a vocabulary.
   void save(const std::string& path) const;
 

@@ -1,7 +1,9 @@
 #pragma once
 // Errors that reach the user as one line and a non-zero exit status.
+#include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace luong {
 
@@ -23,5 +25,22 @@ class CheckpointError : public Error {
  public:
   using Error::Error;
 };
+
+/// `text` from a file, fit for a one-line message: control bytes as \xNN, at most `limit` bytes.
+inline std::string printable(std::string_view text, std::size_t limit = 80) {
+  std::string out;
+  for (const char c : text.substr(0, limit)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  if (text.size() > limit) out += "...";
+  return out;
+}
 
 }  // namespace luong

@@ -1,0 +1,267 @@
+// Overnight runs must survive bad files and killed processes: corrupt and mismatched checkpoints,
+// SIGKILL at every step of a save, a diverging loss, and 10,000 hostile lines through translate.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "luong/models/state_dict.h"
+#include "luong/util/error.h"
+#include "luong/util/json.h"
+#include "subprocess.h"
+
+namespace luong {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / "luong_reliability_test" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir.parent_path());
+  return dir.string();
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+const std::string kSmall =
+    "train --data builtin:numbers --train-size 256 --dev-size 32 --test-size 32 --hidden 24 --embed 12 --batch 32 "
+    "--threads 1 ";
+
+int run(const std::string& args, const std::string& log, const std::vector<std::string>& environment = {}) {
+  test::Subprocess process(args, log, environment);
+  return process.wait();
+}
+
+// Every file under `dir` and its bytes.
+std::map<std::string, std::string> snapshot(const std::string& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) files[fs::relative(entry.path(), dir).string()] = read(entry.path().string());
+  }
+  return files;
+}
+
+bool same_weights(const std::string& a, const std::string& b) {
+  const auto x = models::read_state_dict(a), y = models::read_state_dict(b);
+  if (x.size() != y.size()) return false;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (x[i].first != y[i].first || !x[i].second.equal(y[i].second)) return false;
+  }
+  return true;
+}
+
+class ReliabilityTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    trained_ = new std::string(scratch("trained"));
+    ASSERT_EQ(run(kSmall + "--epochs 1 --out " + *trained_, *trained_ + ".log"), 0) << read(*trained_ + ".log");
+  }
+  static void TearDownTestSuite() { delete trained_; }
+
+  // A copy of the trained run, to be damaged.
+  static std::string copy_of_trained(const std::string& name) {
+    const std::string dir = scratch(name);
+    fs::copy(*trained_, dir, fs::copy_options::recursive);
+    return dir;
+  }
+
+  static std::string* trained_;
+};
+std::string* ReliabilityTest::trained_ = nullptr;
+
+// One `luong: ...` line and exit status 2, with the run directory byte for byte unchanged.
+void expect_clean_refusal(const std::string& args, const std::string& dir, const std::string& expected) {
+  const auto before = snapshot(dir);
+  const std::string log = dir + ".log";
+  test::Subprocess process(args, log);
+  const int status = process.wait();
+  const std::string output = process.output();
+  EXPECT_EQ(status, 2) << args << "\n" << output;
+  EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << args << "\n" << output;
+  EXPECT_NE(output.find(expected), std::string::npos) << args << "\n" << output;
+  EXPECT_TRUE(snapshot(dir) == before) << "the run directory changed: " << args;
+}
+
+TEST_F(ReliabilityTest, CorruptTruncatedOrMismatchedCheckpointsAreRefused) {
+  {
+    const std::string dir = copy_of_trained("truncated");
+    for (const char* file : {"model.pt", "best_model.pt"}) {
+      const std::string bytes = read(dir + "/" + file);
+      write(dir + "/" + file, bytes.substr(0, bytes.size() / 2));
+    }
+    expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "corrupt or truncated checkpoint");
+    expect_clean_refusal("translate --threads 1 --model " + dir, dir, "corrupt or truncated checkpoint");
+  }
+  {
+    const std::string dir = copy_of_trained("flipped");
+    std::string bytes = read(dir + "/best_model.pt");
+    bytes[bytes.size() / 3] = static_cast<char>(bytes[bytes.size() / 3] ^ 0x40);  // inside a tensor record
+    write(dir + "/best_model.pt", bytes);
+    expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "CRC mismatch");
+  }
+  {
+    const std::string dir = copy_of_trained("garbage");
+    write(dir + "/best_model.pt", "this is not a checkpoint\n");
+    expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "best_model.pt");
+  }
+  {  // a vocabulary from another run: the embedding no longer fits
+    const std::string dir = copy_of_trained("other_vocab");
+    std::string vocab = read(dir + "/source.vocab");
+    write(dir + "/source.vocab", vocab + "zebra\nquagga\n");
+    expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "state_dict does not match the model");
+  }
+  {  // another architecture
+    const std::string dir = copy_of_trained("other_architecture");
+    Json config = Json::parse(read(dir + "/config.json"));
+    config.set("hidden", 32);
+    write(dir + "/config.json", config.dump(2));
+    expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "mis-shaped");
+    config.set("hidden", 24);
+    config.set("attention", "local-p");
+    write(dir + "/config.json", config.dump(2));
+    expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "missing: decoder.attention");
+  }
+  {
+    const std::string dir = copy_of_trained("missing_vocab");
+    fs::remove(dir + "/target.vocab");
+    expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "target.vocab");
+  }
+  {  // --resume from a damaged checkpoint: refused, and nothing in the run is touched
+    const std::string dir = copy_of_trained("resume_corrupt");
+    const std::string bytes = read(dir + "/checkpoint/optimizer.pt");
+    write(dir + "/checkpoint/optimizer.pt", bytes.substr(0, bytes.size() - 100));
+    expect_clean_refusal("train --resume --epochs 2 --threads 1 --out " + dir, dir, "optimizer.pt");
+    const std::string dir2 = copy_of_trained("resume_truncated_model");
+    write(dir2 + "/checkpoint/model.pt", read(dir2 + "/checkpoint/model.pt").substr(0, 200));
+    expect_clean_refusal("train --resume --epochs 2 --threads 1 --out " + dir2, dir2, "checkpoint/model.pt");
+  }
+}
+
+// The loader never crashes, however a checkpoint is cut short.
+TEST_F(ReliabilityTest, EveryPrefixOfACheckpointIsRefusedCleanly) {
+  const std::string bytes = read(*trained_ + "/model.pt");
+  int refused = 0;
+  for (std::size_t length = 0; length < bytes.size(); ++length) {
+    try {
+      models::parse_state_dict(std::vector<char>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(length)),
+                               "prefix.pt");
+    } catch (const CheckpointError&) {
+      ++refused;
+    }
+  }
+  EXPECT_EQ(refused, static_cast<int>(bytes.size()));
+  EXPECT_NO_THROW(models::parse_state_dict(std::vector<char>(bytes.begin(), bytes.end()), "whole.pt"));
+}
+
+// SIGKILL between every two steps of every save (LUONG_KILL_AT walks the kill points): the last
+// complete checkpoint always loads, and --resume (or a fresh start, before the first checkpoint)
+// ends with the parameters of a run that was never killed.
+TEST_F(ReliabilityTest, SigkillAtEverySavePointLeavesALoadableCheckpoint) {
+  const std::string args = kSmall + "--epochs 2 --train-size 64 ";
+  const std::string straight = scratch("kill_straight");
+  ASSERT_EQ(run(args + "--out " + straight, straight + ".log"), 0) << read(straight + ".log");
+
+  int kills = 0;
+  for (int point = 1; point < 100; ++point) {
+    const std::string dir = scratch("kill_at_" + std::to_string(point));
+    const int status = run(args + "--out " + dir, dir + ".log", {"LUONG_KILL_AT=" + std::to_string(point)});
+    if (status == 0) break;  // past the last kill point
+    ASSERT_EQ(status, 128 + SIGKILL) << "kill point " << point << ": " << read(dir + ".log");
+    ++kills;
+    const std::string checkpoint = dir + "/checkpoint";
+    if (fs::exists(checkpoint)) {
+      EXPECT_NO_THROW(models::read_state_dict(checkpoint + "/model.pt")) << "kill point " << point;
+      EXPECT_NO_THROW(Json::parse(read(checkpoint + "/state.json"))) << "kill point " << point;
+      const int resumed = run("train --resume --threads 1 --out " + dir, dir + ".resume.log");
+      ASSERT_EQ(resumed, 0) << "kill point " << point << ": " << read(dir + ".resume.log");
+    } else {
+      const int restarted = run(args + "--out " + dir, dir + ".restart.log");
+      ASSERT_EQ(restarted, 0) << "kill point " << point << ": " << read(dir + ".restart.log");
+    }
+    EXPECT_TRUE(same_weights(straight + "/model.pt", dir + "/model.pt")) << "kill point " << point;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos)
+          << "kill point " << point << " left " << entry.path();
+    }
+    fs::remove_all(dir);
+  }
+  std::printf("killed at %d save points, every one recovered\n", kills);
+  EXPECT_GE(kills, 10);
+}
+
+// A diverging run stops at the first non-finite loss, names the batch, and keeps the last good
+// checkpoint; resuming it with a sane learning rate goes on from there.
+TEST_F(ReliabilityTest, NonFiniteLossStopsWithTheBatchAndKeepsTheCheckpoint) {
+  const std::string dir = copy_of_trained("diverging");
+  const auto checkpoint_before = snapshot(dir + "/checkpoint");
+  const std::string model_before = read(dir + "/model.pt");
+  test::Subprocess diverging("train --resume --epochs 2 --lr 1e38 --clip 0 --threads 1 --out " + dir, dir + ".log");
+  EXPECT_EQ(diverging.wait(), 2);
+  const std::string output = diverging.output();
+  EXPECT_NE(output.find("non-finite loss at epoch 2 batch "), std::string::npos) << output;
+  EXPECT_NE(output.find("(corpus lines "), std::string::npos) << output;
+  EXPECT_NE(output.find("is kept"), std::string::npos) << output;
+  EXPECT_TRUE(snapshot(dir + "/checkpoint") == checkpoint_before);
+  EXPECT_EQ(read(dir + "/model.pt"), model_before);
+  test::Subprocess resumed("train --resume --epochs 2 --threads 1 --out " + dir, dir + ".resume.log");
+  EXPECT_EQ(resumed.wait(), 0) << resumed.output();
+}
+
+// 10,000 hostile lines: exit 0, one output line per input line, bounded memory.
+TEST_F(ReliabilityTest, TranslateSurvivesTenThousandHostileLines) {
+  const std::string dir = scratch("hostile");
+  fs::create_directories(dir);
+  std::mt19937 rng(20151127);
+  const std::vector<std::string> words = {"one", "two", "three", "hundred", "thousand", "and", "seven", "xylophone"};
+  const std::vector<std::string> scripts = {"日本語", "Ελληνικά", "हिन्दी", "🙂🚀", "ש", "ꦗꦮ", "\u200f\u202e", "𒀀"};
+  std::string input;
+  for (int i = 0; i < 10000; ++i) {
+    std::string line;
+    switch (i % 6) {
+      case 0: break;  // empty
+      case 1:         // 1,000 words
+        for (int w = 0; w < 1000; ++w) line += words[rng() % words.size()] + (w % 97 == 0 ? "," : " ");
+        break;
+      case 2:  // only punctuation
+        for (int c = 0; c < 1 + static_cast<int>(rng() % 40); ++c) line += "!?.,;:-\"'()[]{}…«»"[rng() % 17];
+        break;
+      case 3:  // unknown scripts
+        for (int w = 0; w < 1 + static_cast<int>(rng() % 12); ++w) line += scripts[rng() % scripts.size()] + " ";
+        break;
+      case 4:  // invalid UTF-8 and control bytes
+        for (int c = 0; c < 1 + static_cast<int>(rng() % 60); ++c) {
+          char byte = static_cast<char>(rng() % 256);
+          if (byte == '\n') byte = '\r';
+          line += byte;
+        }
+        break;
+      default:  // ordinary
+        line = words[rng() % words.size()] + " " + words[rng() % words.size()];
+    }
+    input += line + "\n";
+  }
+  write(dir + "/input.txt", input);
+  test::Subprocess translate("translate --threads 2 --model " + *trained_, dir + "/stderr.log", {},
+                             dir + "/input.txt", dir + "/output.txt");
+  ASSERT_EQ(translate.wait(std::chrono::minutes(5)), 0) << translate.output();
+  const std::string output = read(dir + "/output.txt");
+  EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 10000);
+  rusage usage{};
+  ::getrusage(RUSAGE_CHILDREN, &usage);
+  std::printf("translate: 10,000 hostile lines, peak RSS of the largest child %.0f MiB\n", usage.ru_maxrss / 1024.0);
+  EXPECT_LT(usage.ru_maxrss, 1024 * 1024);  // KiB: under 1 GiB
+}
+
+}  // namespace
+}  // namespace luong
