@@ -36,6 +36,12 @@ const Shim& shim() {
   static std::once_flag once;
   static std::string failure;
   std::call_once(once, [] {
+#if defined(__SANITIZE_ADDRESS__)
+    // ASan aborts on RTLD_DEEPBIND (google/sanitizers#611), and without it the shim's protobuf
+    // clashes with LibTorch's.
+    failure = "not available in AddressSanitizer builds (its RTLD_DEEPBIND isolation is incompatible with ASan)";
+    return;
+#endif
     void* handle = nullptr;
     std::string tried;
     for (const std::string& path : module_candidates(kShimName, "LUONG_SENTENCEPIECE_SHIM", LUONG_SHIM_INSTALL_DIR)) {
@@ -67,6 +73,16 @@ const Shim& shim() {
 }
 
 }  // namespace
+
+bool SentencePieceTokenizer::available(std::string* why) {
+  try {
+    shim();
+    return true;
+  } catch (const Error& e) {
+    if (why != nullptr) *why = e.what();
+    return false;
+  }
+}
 
 SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path) : model_path_(model_path) {
   if (!fs::exists(model_path)) throw DataError(model_path + ": no such sentencepiece model");

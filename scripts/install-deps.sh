@@ -9,6 +9,7 @@ packages=(
   libopenblas0                        # without it, LibTorch's matmuls use the slow reference BLAS
   libsentencepiece-dev                # subword tokenizer (C++ trainer and processor)
   libcxxopts-dev libgtest-dev zlib1g-dev bc
+  clang libclang-rt-14-dev            # libFuzzer targets (scripts/fuzz.sh)
   python3-torch python3-numpy python3-matplotlib   # the Python references, parity fixtures, benchmarks
 )
 

@@ -18,8 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Per process: ctest runs each test in its own process, in parallel, and each sets up the suite.
 std::string scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "luong_reliability_test" / name;
+  const fs::path dir = fs::temp_directory_path() / "luong_reliability_test" / std::to_string(::getpid()) / name;
   fs::remove_all(dir);
   fs::create_directories(dir.parent_path());
   return dir.string();
@@ -67,7 +68,10 @@ class ReliabilityTest : public ::testing::Test {
     trained_ = new std::string(scratch("trained"));
     ASSERT_EQ(run(kSmall + "--epochs 1 --out " + *trained_, *trained_ + ".log"), 0) << read(*trained_ + ".log");
   }
-  static void TearDownTestSuite() { delete trained_; }
+  static void TearDownTestSuite() {
+    fs::remove_all(fs::path(*trained_).parent_path());
+    delete trained_;
+  }
 
   // A copy of the trained run, to be damaged.
   static std::string copy_of_trained(const std::string& name) {

@@ -1,11 +1,13 @@
 #include "luong/training/data_parallel.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifndef LUONG_WITHOUT_GLOO
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO  // Debian's and the official LibTorch builds both ship ProcessGroupGloo
 #endif
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
 #include <torch/version.h>
 #ifdef LUONG_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -49,6 +51,7 @@ int int_from_environment(const char* name, int fallback) {
   return static_cast<int>(parsed);
 }
 
+#ifndef LUONG_WITHOUT_GLOO
 bool is_loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1"; }
 
 // The address this machine uses to reach `host`: what Gloo should listen on so the others can
@@ -72,6 +75,8 @@ std::string local_address_towards(const std::string& host, int port) {
   if (fd >= 0) ::close(fd);
   return address;
 }
+
+#endif
 
 std::vector<std::uint8_t> bytes_of(const std::string& text) { return {text.begin(), text.end()}; }
 std::string text_of(const std::vector<std::uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
@@ -205,6 +210,9 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
       throw Error("--device " + device_.str() + " with --world-size > 1 needs a CUDA build with NCCL");
 #endif
     } else {
+#ifdef LUONG_WITHOUT_GLOO
+      throw Error("this build has no Gloo (its headers were missing at build time): --world-size > 1 needs it on the CPU");
+#else
       auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
       if (const char* interface = std::getenv("GLOO_SOCKET_IFNAME"); interface != nullptr && *interface != '\0') {
         gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(interface));
@@ -217,6 +225,7 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
       gloo_options->threads = 1;  // one small all-reduce at a time; the cores belong to the model
       backend_->group =
           c10::make_intrusive<c10d::ProcessGroupGloo>(group_store, options_.rank, options_.world_size, gloo_options);
+#endif
     }
   } catch (const Error&) {
     throw;

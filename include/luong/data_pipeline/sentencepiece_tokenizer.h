@@ -30,6 +30,9 @@ class SentencePieceTokenizer final : public Tokenizer {
   static void train(const std::vector<std::string>& sentences, const std::string& model_prefix,
                     const SentencePieceTrainOptions& options);
 
+  /// Whether the sentencepiece shim loads here; if not, `why` says why (e.g. an ASan build).
+  static bool available(std::string* why = nullptr);
+
   std::vector<std::string> encode(std::string_view text) const override;
   std::string decode(const std::vector<std::string>& tokens) const override;
   std::string kind() const override { return "spm"; }
