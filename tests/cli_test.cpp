@@ -10,6 +10,7 @@
 
 #include "luong/models/state_dict.h"
 #include "luong/util/json.h"
+#include "run_files.h"
 #include "subprocess.h"
 #include "test_paths.h"
 
@@ -42,12 +43,8 @@ CommandResult run(const std::string& args, const std::string& stdin_text = "") {
   return r;
 }
 
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using test::read_file;
+using test::same_weights;
 
 std::string temp_run(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / "luong_cli_test" / name;
@@ -59,18 +56,10 @@ const std::string kSmall =
     "--data builtin:numbers --train-size 256 --dev-size 32 --test-size 32 --hidden 24 --embed 12 --batch 32 "
     "--threads 1 ";
 
-bool same_weights(const std::string& a, const std::string& b) {
-  const auto x = models::read_state_dict(a), y = models::read_state_dict(b);
-  if (x.size() != y.size()) return false;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if (x[i].first != y[i].first || !x[i].second.equal(y[i].second)) return false;
-  }
-  return true;
-}
 
 // loss.csv without the timing column.
 std::string loss_curve(const std::string& run_dir) {
-  std::istringstream in(read(run_dir + "/loss.csv"));
+  std::istringstream in(read_file(run_dir + "/loss.csv"));
   std::string line, out;
   while (std::getline(in, line)) out += line.substr(0, line.rfind(',')) + "\n";
   return out;
@@ -131,8 +120,8 @@ TEST(CliTest, TrainEvaluateTranslateTrace) {
   ASSERT_EQ(trace.status, 0) << trace.out;
   EXPECT_NE(trace.out.find("step 0: produced"), std::string::npos);
   EXPECT_NE(trace.out.find("<== peak"), std::string::npos);
-  EXPECT_EQ(read(png).substr(1, 3), "PNG");
-  EXPECT_EQ(read(csv).substr(0, 6), "q,k,w\n");
+  EXPECT_EQ(read_file(png).substr(1, 3), "PNG");
+  EXPECT_EQ(read_file(csv).substr(0, 6), "q,k,w\n");
 }
 
 TEST(CliTest, ResumeGivesTheParametersOfAnUninterruptedRun) {
@@ -159,7 +148,7 @@ TEST(CliTest, SigintSavesMidEpochAndResumeMatchesAnUninterruptedRun) {
   for (int i = 0; i < 3000 && !fs::exists(interrupted + "/checkpoint/state.json"); ++i) ::usleep(10000);
   training.signal(SIGINT);
   ASSERT_EQ(training.wait(), 130) << "the run ended before the signal arrived\n" << training.output();
-  const Json state = Json::parse(read(interrupted + "/checkpoint/state.json"));
+  const Json state = Json::parse(read_file(interrupted + "/checkpoint/state.json"));
   EXPECT_LT(state.at("epoch").as_int(), 40);
 
   const CommandResult resumed = run("train --resume --threads 1 --out " + interrupted);
@@ -176,7 +165,7 @@ TEST(CliTest, ConfigReRunsAnExperimentBitForBit) {
   ASSERT_EQ(rerun.status, 0) << rerun.out;
   EXPECT_EQ(loss_curve(first), loss_curve(second));
   EXPECT_TRUE(same_weights(first + "/model.pt", second + "/model.pt"));
-  const Json config = Json::parse(read(second + "/config.json"));
+  const Json config = Json::parse(read_file(second + "/config.json"));
   EXPECT_EQ(config.at("decoder").as_string(), "bahdanau");
 }
 
@@ -196,8 +185,8 @@ TEST(CliTest, ClozeAndGradcheck) {
   ASSERT_EQ(cloze.status, 0) << cloze.out;
   EXPECT_NE(cloze.out.find("[B-tokens] 16 sentences, 98 distinct tokens"), std::string::npos);
   EXPECT_NE(cloze.out.find("[B-train] initial loss = 4.5846"), std::string::npos);
-  EXPECT_NE(read(dir + "/attention_loss.csv").find("60.000000,0.658661"), std::string::npos);
-  EXPECT_EQ(read(dir + "/attention_weights.csv").substr(0, 6), "q,k,w\n");
+  EXPECT_NE(read_file(dir + "/attention_loss.csv").find("60.000000,0.658661"), std::string::npos);
+  EXPECT_EQ(read_file(dir + "/attention_weights.csv").substr(0, 6), "q,k,w\n");
   EXPECT_TRUE(fs::exists(dir + "/attention.png"));
   const CommandResult gradcheck = run("gradcheck --sentences 5");
   EXPECT_EQ(gradcheck.status, 0) << gradcheck.out;

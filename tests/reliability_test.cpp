@@ -11,6 +11,7 @@
 #include "luong/models/state_dict.h"
 #include "luong/util/error.h"
 #include "luong/util/json.h"
+#include "run_files.h"
 #include "subprocess.h"
 
 namespace luong {
@@ -26,12 +27,8 @@ std::string scratch(const std::string& name) {
   return dir.string();
 }
 
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using test::read_file;
+using test::same_weights;
 
 void write(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
@@ -48,25 +45,17 @@ int run(const std::string& args, const std::string& log, const std::vector<std::
 std::map<std::string, std::string> snapshot(const std::string& dir) {
   std::map<std::string, std::string> files;
   for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    if (entry.is_regular_file()) files[fs::relative(entry.path(), dir).string()] = read(entry.path().string());
+    if (entry.is_regular_file()) files[fs::relative(entry.path(), dir).string()] = read_file(entry.path().string());
   }
   return files;
 }
 
-bool same_weights(const std::string& a, const std::string& b) {
-  const auto x = models::read_state_dict(a), y = models::read_state_dict(b);
-  if (x.size() != y.size()) return false;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    if (x[i].first != y[i].first || !x[i].second.equal(y[i].second)) return false;
-  }
-  return true;
-}
 
 class ReliabilityTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     trained_ = new std::string(scratch("trained"));
-    ASSERT_EQ(run(kSmall + "--epochs 1 --out " + *trained_, *trained_ + ".log"), 0) << read(*trained_ + ".log");
+    ASSERT_EQ(run(kSmall + "--epochs 1 --out " + *trained_, *trained_ + ".log"), 0) << read_file(*trained_ + ".log");
   }
   static void TearDownTestSuite() {
     fs::remove_all(fs::path(*trained_).parent_path());
@@ -101,7 +90,7 @@ TEST_F(ReliabilityTest, CorruptTruncatedOrMismatchedCheckpointsAreRefused) {
   {
     const std::string dir = copy_of_trained("truncated");
     for (const char* file : {"model.pt", "best_model.pt"}) {
-      const std::string bytes = read(dir + "/" + file);
+      const std::string bytes = read_file(dir + "/" + file);
       write(dir + "/" + file, bytes.substr(0, bytes.size() / 2));
     }
     expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "corrupt or truncated checkpoint");
@@ -109,7 +98,7 @@ TEST_F(ReliabilityTest, CorruptTruncatedOrMismatchedCheckpointsAreRefused) {
   }
   {
     const std::string dir = copy_of_trained("flipped");
-    std::string bytes = read(dir + "/best_model.pt");
+    std::string bytes = read_file(dir + "/best_model.pt");
     bytes[bytes.size() / 3] = static_cast<char>(bytes[bytes.size() / 3] ^ 0x40);  // inside a tensor record
     write(dir + "/best_model.pt", bytes);
     expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "CRC mismatch");
@@ -121,13 +110,13 @@ TEST_F(ReliabilityTest, CorruptTruncatedOrMismatchedCheckpointsAreRefused) {
   }
   {  // a vocabulary from another run: the embedding no longer fits
     const std::string dir = copy_of_trained("other_vocab");
-    std::string vocab = read(dir + "/source.vocab");
+    std::string vocab = read_file(dir + "/source.vocab");
     write(dir + "/source.vocab", vocab + "zebra\nquagga\n");
     expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "state_dict does not match the model");
   }
   {  // another architecture
     const std::string dir = copy_of_trained("other_architecture");
-    Json config = Json::parse(read(dir + "/config.json"));
+    Json config = Json::parse(read_file(dir + "/config.json"));
     config.set("hidden", 32);
     write(dir + "/config.json", config.dump(2));
     expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "mis-shaped");
@@ -143,18 +132,18 @@ TEST_F(ReliabilityTest, CorruptTruncatedOrMismatchedCheckpointsAreRefused) {
   }
   {  // --resume from a damaged checkpoint: refused, and nothing in the run is touched
     const std::string dir = copy_of_trained("resume_corrupt");
-    const std::string bytes = read(dir + "/checkpoint/optimizer.pt");
+    const std::string bytes = read_file(dir + "/checkpoint/optimizer.pt");
     write(dir + "/checkpoint/optimizer.pt", bytes.substr(0, bytes.size() - 100));
     expect_clean_refusal("train --resume --epochs 2 --threads 1 --out " + dir, dir, "optimizer.pt");
     const std::string dir2 = copy_of_trained("resume_truncated_model");
-    write(dir2 + "/checkpoint/model.pt", read(dir2 + "/checkpoint/model.pt").substr(0, 200));
+    write(dir2 + "/checkpoint/model.pt", read_file(dir2 + "/checkpoint/model.pt").substr(0, 200));
     expect_clean_refusal("train --resume --epochs 2 --threads 1 --out " + dir2, dir2, "checkpoint/model.pt");
   }
 }
 
 // The loader never crashes, however a checkpoint is cut short.
 TEST_F(ReliabilityTest, EveryPrefixOfACheckpointIsRefusedCleanly) {
-  const std::string bytes = read(*trained_ + "/model.pt");
+  const std::string bytes = read_file(*trained_ + "/model.pt");
   int refused = 0;
   for (std::size_t length = 0; length < bytes.size(); ++length) {
     try {
@@ -174,24 +163,24 @@ TEST_F(ReliabilityTest, EveryPrefixOfACheckpointIsRefusedCleanly) {
 TEST_F(ReliabilityTest, SigkillAtEverySavePointLeavesALoadableCheckpoint) {
   const std::string args = kSmall + "--epochs 2 --train-size 64 ";
   const std::string straight = scratch("kill_straight");
-  ASSERT_EQ(run(args + "--out " + straight, straight + ".log"), 0) << read(straight + ".log");
+  ASSERT_EQ(run(args + "--out " + straight, straight + ".log"), 0) << read_file(straight + ".log");
 
   int kills = 0;
   for (int point = 1; point < 100; ++point) {
     const std::string dir = scratch("kill_at_" + std::to_string(point));
     const int status = run(args + "--out " + dir, dir + ".log", {"LUONG_KILL_AT=" + std::to_string(point)});
     if (status == 0) break;  // past the last kill point
-    ASSERT_EQ(status, 128 + SIGKILL) << "kill point " << point << ": " << read(dir + ".log");
+    ASSERT_EQ(status, 128 + SIGKILL) << "kill point " << point << ": " << read_file(dir + ".log");
     ++kills;
     const std::string checkpoint = dir + "/checkpoint";
     if (fs::exists(checkpoint)) {
       EXPECT_NO_THROW(models::read_state_dict(checkpoint + "/model.pt")) << "kill point " << point;
-      EXPECT_NO_THROW(Json::parse(read(checkpoint + "/state.json"))) << "kill point " << point;
+      EXPECT_NO_THROW(Json::parse(read_file(checkpoint + "/state.json"))) << "kill point " << point;
       const int resumed = run("train --resume --threads 1 --out " + dir, dir + ".resume.log");
-      ASSERT_EQ(resumed, 0) << "kill point " << point << ": " << read(dir + ".resume.log");
+      ASSERT_EQ(resumed, 0) << "kill point " << point << ": " << read_file(dir + ".resume.log");
     } else {
       const int restarted = run(args + "--out " + dir, dir + ".restart.log");
-      ASSERT_EQ(restarted, 0) << "kill point " << point << ": " << read(dir + ".restart.log");
+      ASSERT_EQ(restarted, 0) << "kill point " << point << ": " << read_file(dir + ".restart.log");
     }
     EXPECT_TRUE(same_weights(straight + "/model.pt", dir + "/model.pt")) << "kill point " << point;
     for (const auto& entry : fs::directory_iterator(dir)) {
@@ -209,7 +198,7 @@ TEST_F(ReliabilityTest, SigkillAtEverySavePointLeavesALoadableCheckpoint) {
 TEST_F(ReliabilityTest, NonFiniteLossStopsWithTheBatchAndKeepsTheCheckpoint) {
   const std::string dir = copy_of_trained("diverging");
   const auto checkpoint_before = snapshot(dir + "/checkpoint");
-  const std::string model_before = read(dir + "/model.pt");
+  const std::string model_before = read_file(dir + "/model.pt");
   test::Subprocess diverging("train --resume --epochs 2 --lr 1e38 --clip 0 --threads 1 --out " + dir, dir + ".log");
   EXPECT_EQ(diverging.wait(), 2);
   const std::string output = diverging.output();
@@ -217,7 +206,7 @@ TEST_F(ReliabilityTest, NonFiniteLossStopsWithTheBatchAndKeepsTheCheckpoint) {
   EXPECT_NE(output.find("(corpus lines "), std::string::npos) << output;
   EXPECT_NE(output.find("is kept"), std::string::npos) << output;
   EXPECT_TRUE(snapshot(dir + "/checkpoint") == checkpoint_before);
-  EXPECT_EQ(read(dir + "/model.pt"), model_before);
+  EXPECT_EQ(read_file(dir + "/model.pt"), model_before);
   test::Subprocess resumed("train --resume --epochs 2 --threads 1 --out " + dir, dir + ".resume.log");
   EXPECT_EQ(resumed.wait(), 0) << resumed.output();
 }
@@ -259,7 +248,7 @@ TEST_F(ReliabilityTest, TranslateSurvivesTenThousandHostileLines) {
   test::Subprocess translate("translate --threads 2 --model " + *trained_, dir + "/stderr.log", {},
                              dir + "/input.txt", dir + "/output.txt");
   ASSERT_EQ(translate.wait(std::chrono::minutes(5)), 0) << translate.output();
-  const std::string output = read(dir + "/output.txt");
+  const std::string output = read_file(dir + "/output.txt");
   EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 10000);
   rusage usage{};
   ::getrusage(RUSAGE_CHILDREN, &usage);

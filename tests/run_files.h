@@ -1,0 +1,28 @@
+#pragma once
+// Reading back what a `luong` run wrote.
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "luong/models/state_dict.h"
+
+namespace luong::test {
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+/// Whether two state_dict files hold the same names and bit-identical tensors.
+inline bool same_weights(const std::string& a, const std::string& b) {
+  const auto x = models::read_state_dict(a), y = models::read_state_dict(b);
+  if (x.size() != y.size()) return false;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (x[i].first != y[i].first || !x[i].second.equal(y[i].second)) return false;
+  }
+  return true;
+}
+
+}  // namespace luong::test
