@@ -277,10 +277,17 @@ torch::Tensor step_weights(const std::vector<const data::EncodedPair*>& rows, mo
   return torch::tensor(weights, torch::kFloat64);
 }
 
-std::string describe_lines(const std::vector<std::size_t>& lines) {
+// Target tokens of a batch's rows, <eos> included (what make_batch counts).
+std::int64_t target_tokens(const std::vector<const data::EncodedPair*>& rows) {
+  std::int64_t tokens = 0;
+  for (const data::EncodedPair* row : rows) tokens += static_cast<std::int64_t>(row->target.size()) + 1;
+  return tokens;
+}
+
+std::string describe_lines(const std::vector<const data::EncodedPair*>& rows) {
   std::ostringstream out;
-  for (std::size_t k = 0; k < lines.size() && k < 8; ++k) out << (k ? "," : "") << lines[k];
-  if (lines.size() > 8) out << ",...";
+  for (std::size_t k = 0; k < rows.size() && k < 8; ++k) out << (k ? "," : "") << rows[k]->line;
+  if (rows.size() > 8) out << ",...";
   return out.str();
 }
 
@@ -455,9 +462,7 @@ TrainResult train(const TrainConfig& requested, bool resume, const DistributedOp
     batching.seed = config.seed * 1000003ULL + static_cast<std::uint64_t>(epoch);
     const std::vector<std::vector<const data::EncodedPair*>> plan = data::plan_batches(train_pairs, batching);
     std::int64_t epoch_tokens = 0;
-    for (const auto& rows : plan) {
-      for (const data::EncodedPair* row : rows) epoch_tokens += static_cast<std::int64_t>(row->target.size()) + 1;
-    }
+    for (const auto& rows : plan) epoch_tokens += target_tokens(rows);
 
     Progress progress("epoch " + std::to_string(epoch) + "/" + std::to_string(config.epochs), epoch_tokens, "tok",
                       is_main ? stderr : nullptr);
@@ -469,13 +474,13 @@ TrainResult train(const TrainConfig& requested, bool resume, const DistributedOp
     const std::int64_t allreduce_calls_before = dp != nullptr ? dp->allreduce_calls() : 0;
     std::int64_t timed_tokens = 0;
     for (std::size_t i = static_cast<std::size_t>(state.batches_done); i < plan.size(); ++i) {
-      const data::Batch global = data::make_batch(plan[i]);
+      const std::int64_t batch_tokens = target_tokens(plan[i]);
       optimizer.zero_grad();
       double value = 0;    // the batch's loss, averaged as configured
       double weight = 0;   // its weight in the epoch's mean
       bool interrupted = false;
       if (dp == nullptr) {
-        const data::Batch batch = global.to(device);
+        const data::Batch batch = data::make_batch(plan[i]).to(device);
         const models::LossOutput loss = model->loss(batch.src, batch.src_lengths, batch.dec_in, batch.dec_tgt, average);
         value = loss.loss.item<double>();
         if (std::isfinite(value)) loss.loss.backward();
@@ -499,20 +504,20 @@ TrainResult train(const TrainConfig& requested, bool resume, const DistributedOp
       }
       if (!std::isfinite(value)) {
         throw Error("non-finite loss at epoch " + std::to_string(epoch) + " batch " + std::to_string(i + 1) +
-                    " (corpus lines " + describe_lines(global.lines) + "); the last good checkpoint in " +
+                    " (corpus lines " + describe_lines(plan[i]) + "); the last good checkpoint in " +
                     paths.checkpoint + " is kept");
       }
       if (config.clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), config.clip);
       optimizer.step();
       // token averaging weighs each batch by its tokens; step averaging takes the mean over batches
-      weight = average == models::LossAverage::kToken ? static_cast<double>(global.target_tokens) : 1.0;
+      weight = average == models::LossAverage::kToken ? static_cast<double>(batch_tokens) : 1.0;
       loss_sum += value * weight;
       loss_weight += weight;
-      tokens_done += global.target_tokens;
-      timed_tokens += global.target_tokens;
+      tokens_done += batch_tokens;
+      timed_tokens += batch_tokens;
       char detail[64];
       std::snprintf(detail, sizeof detail, "loss %.4f", loss_sum / loss_weight);
-      progress.advance(global.target_tokens, detail);
+      progress.advance(batch_tokens, detail);
       if (interrupted) {
         progress.finish();
         state.batches_done = static_cast<std::int64_t>(i + 1);
