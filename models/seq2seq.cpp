@@ -1,5 +1,9 @@
 #include "luong/models/seq2seq.h"
 
+#include <cmath>
+
+#include "luong/models/fused_recurrence.h"
+#include "luong/models/luong_decoder.h"
 #include "luong/util/error.h"
 
 namespace luong::models {
@@ -20,7 +24,21 @@ Seq2SeqImpl::Seq2SeqImpl(const Seq2SeqOptions& options_) : options(options_) {
                                                      .attention(options.attention())));
 }
 
+bool Seq2SeqImpl::fused_encoder(const torch::Tensor& src) const {
+  return options.fused() && src.device().is_cpu() && options.layers() == 1 && !options.bidirectional();
+}
+
+bool Seq2SeqImpl::fused_decoder(const torch::Tensor& src) const {
+  const AttentionConfig& attention = options.attention();
+  return fused_encoder(src) && options.decoder() == DecoderKind::kLuong && attention.kind == AttentionKind::kGlobal &&
+         (attention.score == ScoreKind::kDot || attention.score == ScoreKind::kGeneral);
+}
+
 EncodedSource Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_lengths) {
+  if (fused_encoder(src)) {
+    auto [outputs, last] = fused_gru_sequence(encoder->embedding(src), src_lengths, GruWeights::of(encoder->gru));
+    return {decoder->attention().prepare(outputs, src_lengths), decoder->initial_state(last.unsqueeze(0))};
+  }
   auto [outputs, hidden] = encoder(src, src_lengths);
   return {decoder->attention().prepare(outputs, src_lengths), decoder->initial_state(hidden)};
 }
@@ -50,7 +68,17 @@ Seq2SeqOutput Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
 
 Seq2SeqImpl::TokenLosses Seq2SeqImpl::token_losses(const torch::Tensor& src, const torch::Tensor& src_lengths,
                                                    const torch::Tensor& dec_in, const torch::Tensor& dec_tgt) {
-  auto [features, attention] = decode_teacher_forced(encode(src, src_lengths), dec_in);
+  const EncodedSource encoded = encode(src, src_lengths);
+  torch::Tensor features;
+  if (fused_decoder(src)) {
+    const auto& luong = dynamic_cast<LuongDecoderImpl&>(*decoder);
+    const double scale = options.attention().scale ? 1.0 / std::sqrt(static_cast<double>(options.hidden_size())) : 1.0;
+    features = fused_luong_teacher_forced(decoder->embedding(dec_in), encoded.state.hidden[0], encoded.memory.keys,
+                                          encoded.memory.encoder_outputs, encoded.memory.lengths,
+                                          GruWeights::of(decoder->gru), luong.Wc->weight, luong.Wc->bias, scale);
+  } else {
+    features = decode_teacher_forced(encoded, dec_in).first;
+  }
   const torch::Tensor real = dec_tgt.ne(0).reshape({-1});
   const torch::Tensor rows = real.nonzero().squeeze(1);
   const torch::Tensor selected = features.reshape({-1, features.size(-1)}).index_select(0, rows);  // [N, H]

@@ -38,6 +38,7 @@ const Flag kFlags[] = {
     {"patience", "patience", Kind::kInt},      {"device", "device", Kind::kString},
     {"threads", "threads", Kind::kInt},        {"seed", "seed", Kind::kInt},
     {"out", "out", Kind::kString},             {"dtype", "dtype", Kind::kString},
+    {"unfused", "fused", Kind::kNegatedBool},
 };
 
 }  // namespace
@@ -74,6 +75,7 @@ int train_command(int argc, char** argv) {
       ("layers", "GRU layers", cxxopts::value<int>()->default_value("1"))
       ("dropout", "dropout between GRU layers", cxxopts::value<double>()->default_value("0"))
       ("bidirectional", "bidirectional encoder (bridged to the decoder size)")
+      ("unfused", "run the recurrences as LibTorch modules instead of the fused kernels (same model; for comparison)")
       ("dtype", "float32, or float64 for numerical checks", cxxopts::value<std::string>()->default_value(d.dtype));
   options.add_options("training")
       ("batch", "sentences per batch (or tokens with --batch-by-tokens)", cxxopts::value<int>()->default_value(std::to_string(d.batch)))

@@ -57,6 +57,7 @@ const std::vector<Field>& fields() {
       field("patience", &TrainConfig::patience),   field("device", &TrainConfig::device),
       field("threads", &TrainConfig::threads),     field("seed", &TrainConfig::seed),
       field("out", &TrainConfig::out),             field("dtype", &TrainConfig::dtype),
+      field("fused", &TrainConfig::fused),
   };
   return table;
 }
@@ -108,6 +109,7 @@ models::Seq2SeqOptions TrainConfig::model_options(std::int64_t source_vocab, std
       .layers(layers)
       .dropout(dropout)
       .bidirectional(bidirectional)
+      .fused(fused)
       .decoder(models::parse_decoder_kind(decoder))
       .attention(a);
 }

@@ -25,6 +25,7 @@
 #include "luong/evaluation/search.h"
 #include "luong/models/state_dict.h"
 #include "luong/training/data_parallel.h"
+#include "luong/training/fused_adam.h"
 #include "luong/training/run_directory.h"
 #include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
@@ -412,7 +413,7 @@ TrainResult train(const TrainConfig& requested, bool resume, const DistributedOp
                                              static_cast<int64_t>(target_vocab.size())));
   model->to(device, config.scalar_type());
   model->train();
-  torch::optim::Adam optimizer(model->parameters(), torch::optim::AdamOptions(config.lr));
+  FusedAdam optimizer(model->parameters(), torch::optim::AdamOptions(config.lr));
   TrainerState state;
   if (resume) {
     for (const char* file : {"model.pt", "optimizer.pt", "rng.pt", "state.json"}) {

@@ -49,6 +49,7 @@ struct TrainConfig {
   // runtime
   std::string device = "cpu";
   int threads = 0;
+  bool fused = true;               ///< hand-differentiated recurrences where they apply (Seq2SeqOptions::fused)
   std::uint64_t seed = 0;
   std::string out = "runs/latest";
 

@@ -1,0 +1,395 @@
+#include "luong/models/fused_recurrence.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace luong::models {
+
+GruWeights GruWeights::of(torch::nn::GRU& gru) {
+  const std::vector<torch::Tensor>& w = gru->all_weights();  // layer 0, forward: w_ih, w_hh, b_ih, b_hh
+  return {w[0], w[1], w[2], w[3]};
+}
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+template <typename T>
+inline T sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+
+// ---- GRU cell: the gate arithmetic of one step, forward and backward side by side --------------
+// gi, gh [B, 3H]: x W_ih^T + b_ih and h W_hh^T + b_hh, gate columns r | z | n.
+// saved [B, 4H]: r | z | n | (h W_hn^T + b_hn), what the backward needs besides h_prev.
+// Rows with active[b] == false (past the sequence's end) keep their state and save nothing.
+
+template <typename T>
+void gru_cell_forward(const T* gi, const T* gh, const T* h_prev, T* h_next, T* saved, const bool* active, int64_t B,
+                      int64_t H) {
+  for (int64_t b = 0; b < B; ++b) {
+    const T* hp = h_prev + b * H;
+    T* hn = h_next + b * H;
+    if (active != nullptr && !active[b]) {
+      std::memcpy(hn, hp, sizeof(T) * H);
+      continue;
+    }
+    const T* i_row = gi + b * 3 * H;
+    const T* h_row = gh + b * 3 * H;
+    T* s = saved + b * 4 * H;
+    for (int64_t i = 0; i < H; ++i) {
+      const T r = sigmoid(i_row[i] + h_row[i]);
+      const T z = sigmoid(i_row[H + i] + h_row[H + i]);
+      const T n = std::tanh(i_row[2 * H + i] + r * h_row[2 * H + i]);
+      hn[i] = n + z * (hp[i] - n);  // (1 - z) n + z h, in PyTorch's order
+      s[i] = r;
+      s[H + i] = z;
+      s[2 * H + i] = n;
+      s[3 * H + i] = h_row[2 * H + i];
+    }
+  }
+}
+
+// dh [B, H]: gradient of h_next -> dgi, dgh [B, 3H] (overwritten) and dh_prev [B, H] (overwritten
+// with the direct path z * dh; the caller adds dgh W_hh).
+template <typename T>
+void gru_cell_backward(const T* dh, const T* saved, const T* h_prev, T* dgi, T* dgh, T* dh_prev, const bool* active,
+                       int64_t B, int64_t H) {
+  for (int64_t b = 0; b < B; ++b) {
+    const T* g = dh + b * H;
+    T* di = dgi + b * 3 * H;
+    T* dhh = dgh + b * 3 * H;
+    T* dp = dh_prev + b * H;
+    if (active != nullptr && !active[b]) {
+      std::fill_n(di, 3 * H, T(0));
+      std::fill_n(dhh, 3 * H, T(0));
+      std::memcpy(dp, g, sizeof(T) * H);
+      continue;
+    }
+    const T* s = saved + b * 4 * H;
+    const T* hp = h_prev + b * H;
+    for (int64_t i = 0; i < H; ++i) {
+      const T r = s[i], z = s[H + i], n = s[2 * H + i], hn = s[3 * H + i];
+      const T dn = g[i] * (T(1) - z) * (T(1) - n * n);
+      const T dz = g[i] * (hp[i] - n) * z * (T(1) - z);
+      const T dr = dn * hn * r * (T(1) - r);
+      dp[i] = g[i] * z;
+      di[i] = dr;
+      di[H + i] = dz;
+      di[2 * H + i] = dn;
+      dhh[i] = dr;
+      dhh[H + i] = dz;
+      dhh[2 * H + i] = dn * r;
+    }
+  }
+}
+
+// ---- global attention of one step, forward and backward ------------------------------------------
+// h [B, H] queries, keys and values [B, S, H], lengths [B] -> weights [B, S] (zero past the length)
+// and the context written into ch[b, 0:H] of ch [B, 2H]; h is copied into ch[b, H:2H] for Wc.
+
+template <typename T>
+void attention_forward(const T* h, const T* keys, const T* values, const int64_t* lengths, T scale, T* weights, T* ch,
+                       int64_t B, int64_t S, int64_t H) {
+  for (int64_t b = 0; b < B; ++b) {
+    const T* q = h + b * H;
+    const T* k = keys + b * S * H;
+    const T* v = values + b * S * H;
+    T* a = weights + b * S;
+    T* c = ch + b * 2 * H;
+    const int64_t len = lengths[b];
+    T top = -std::numeric_limits<T>::infinity();
+    for (int64_t j = 0; j < len; ++j) {
+      T dot = 0;
+      for (int64_t i = 0; i < H; ++i) dot += k[j * H + i] * q[i];
+      a[j] = dot * scale;
+      top = std::max(top, a[j]);
+    }
+    T sum = 0;
+    for (int64_t j = 0; j < len; ++j) sum += (a[j] = std::exp(a[j] - top));
+    for (int64_t j = 0; j < len; ++j) a[j] /= sum;
+    std::fill(a + std::max<int64_t>(len, 0), a + S, T(0));
+    std::fill_n(c, H, T(0));
+    for (int64_t j = 0; j < len; ++j) {
+      for (int64_t i = 0; i < H; ++i) c[i] += a[j] * v[j * H + i];
+    }
+    std::memcpy(c + H, q, sizeof(T) * H);
+  }
+}
+
+// dch [B, 2H]: gradient of [context; h] -> dh [B, H] (overwritten: the query path plus dch's h
+// half), dkeys and dvalues [B, S, H] accumulated.
+template <typename T>
+void attention_backward(const T* dch, const T* h, const T* keys, const T* values, const int64_t* lengths, T scale,
+                        const T* weights, T* dh, T* dkeys, T* dvalues, int64_t B, int64_t S, int64_t H) {
+  for (int64_t b = 0; b < B; ++b) {
+    const T* dc = dch + b * 2 * H;
+    const T* q = h + b * H;
+    const T* k = keys + b * S * H;
+    const T* v = values + b * S * H;
+    const T* a = weights + b * S;
+    T* dq = dh + b * H;
+    T* dk = dkeys + b * S * H;
+    T* dv = dvalues + b * S * H;
+    const int64_t len = lengths[b];
+    std::memcpy(dq, dc + H, sizeof(T) * H);
+    T da[512];  // source lengths are bounded by the batch's padded length; checked by the caller
+    T weighted = 0;
+    for (int64_t j = 0; j < len; ++j) {
+      T dot = 0;
+      for (int64_t i = 0; i < H; ++i) {
+        dot += dc[i] * v[j * H + i];
+        dv[j * H + i] += a[j] * dc[i];
+      }
+      da[j] = dot;
+      weighted += a[j] * dot;
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      const T ds = a[j] * (da[j] - weighted) * scale;
+      for (int64_t i = 0; i < H; ++i) {
+        dq[i] += ds * k[j * H + i];
+        dk[j * H + i] += ds * q[i];
+      }
+    }
+  }
+}
+
+template <typename T>
+void tanh_backward(const T* grad, const T* y, T* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = grad[i] * (T(1) - y[i] * y[i]);
+}
+
+constexpr int64_t kMaxSourceLength = 512;
+
+void check_inputs(const torch::Tensor& lengths, int64_t batch, int64_t steps) {
+  TORCH_CHECK(lengths.dim() == 1 && lengths.size(0) == batch, "fused recurrence: lengths must be [B]");
+  const auto* l = lengths.data_ptr<int64_t>();
+  for (int64_t b = 0; b < batch; ++b) {
+    TORCH_CHECK(l[b] >= 0 && l[b] <= steps, "fused recurrence: length ", l[b], " outside [0, ", steps, "]");
+  }
+}
+
+torch::Tensor to_lengths(const torch::Tensor& lengths) { return lengths.to(torch::kCPU, torch::kLong).contiguous(); }
+
+// ---- the encoder GRU ----------------------------------------------------------------------------
+
+struct GruSequenceFunction : torch::autograd::Function<GruSequenceFunction> {
+  // x [B, S, I], lengths [B] -> outputs [B, S, H], last state [B, H]
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& lengths_in,
+                               const torch::Tensor& w_ih, const torch::Tensor& w_hh, const torch::Tensor& b_ih,
+                               const torch::Tensor& b_hh) {
+    const int64_t B = x_in.size(0), S = x_in.size(1), I = x_in.size(2), H = w_hh.size(1);
+    const torch::Tensor lengths = to_lengths(lengths_in);
+    check_inputs(lengths, B, S);
+    const torch::Tensor x = x_in.transpose(0, 1).contiguous();                    // [S, B, I]
+    const torch::Tensor gi = torch::addmm(b_ih, x.view({S * B, I}), w_ih.t());   // [S*B, 3H]
+    torch::Tensor states = torch::zeros({S + 1, B, H}, x.options());             // h_0 .. h_S
+    torch::Tensor saved = torch::empty({S, B, 4 * H}, x.options());
+    torch::Tensor outputs = torch::zeros({S, B, H}, x.options());
+    torch::Tensor gh = torch::empty({B, 3 * H}, x.options());
+    torch::Tensor active = torch::empty({S, B}, torch::kBool);
+    const auto* len = lengths.data_ptr<int64_t>();
+    for (int64_t t = 0; t < S; ++t) {
+      bool* act = active[t].data_ptr<bool>();
+      for (int64_t b = 0; b < B; ++b) act[b] = t < len[b];
+    }
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_gru_sequence", [&] {
+      for (int64_t t = 0; t < S; ++t) {
+        torch::addmm_out(gh, b_hh, states[t], w_hh.t());
+        gru_cell_forward(gi.data_ptr<scalar_t>() + t * B * 3 * H, gh.data_ptr<scalar_t>(),
+                         states[t].data_ptr<scalar_t>(), states[t + 1].data_ptr<scalar_t>(),
+                         saved[t].data_ptr<scalar_t>(), active[t].data_ptr<bool>(), B, H);
+        const scalar_t* h = states[t + 1].data_ptr<scalar_t>();
+        scalar_t* out = outputs[t].data_ptr<scalar_t>();
+        const bool* act = active[t].data_ptr<bool>();
+        for (int64_t b = 0; b < B; ++b) {
+          if (act[b]) std::memcpy(out + b * H, h + b * H, sizeof(scalar_t) * H);
+        }
+      }
+    });
+    ctx->saved_data["x"] = x;
+    ctx->saved_data["states"] = states;
+    ctx->saved_data["saved"] = saved;
+    ctx->saved_data["active"] = active;
+    ctx->saved_data["w_ih"] = w_ih;
+    ctx->saved_data["w_hh"] = w_hh;
+    return {outputs.transpose(0, 1).contiguous(), states[S].clone()};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const torch::Tensor x = ctx->saved_data["x"].toTensor();
+    const torch::Tensor states = ctx->saved_data["states"].toTensor();
+    const torch::Tensor saved = ctx->saved_data["saved"].toTensor();
+    const torch::Tensor active = ctx->saved_data["active"].toTensor();
+    const torch::Tensor w_ih = ctx->saved_data["w_ih"].toTensor();
+    const torch::Tensor w_hh = ctx->saved_data["w_hh"].toTensor();
+    const int64_t S = x.size(0), B = x.size(1), I = x.size(2), H = w_hh.size(1);
+    const torch::Tensor d_outputs = grads[0].defined() ? grads[0].transpose(0, 1).contiguous()
+                                                       : torch::zeros({S, B, H}, x.options());
+    torch::Tensor dh = grads[1].defined() ? grads[1].clone().contiguous() : torch::zeros({B, H}, x.options());
+    torch::Tensor dh_step = torch::empty({B, H}, x.options());
+    torch::Tensor dgi = torch::empty({S, B, 3 * H}, x.options());
+    torch::Tensor dgh = torch::empty({S, B, 3 * H}, x.options());
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_gru_sequence_backward", [&] {
+      for (int64_t t = S - 1; t >= 0; --t) {
+        // The output of step t is h_t where active, a constant zero elsewhere.
+        const bool* act = active[t].data_ptr<bool>();
+        scalar_t* g = dh.data_ptr<scalar_t>();
+        const scalar_t* go = d_outputs[t].data_ptr<scalar_t>();
+        for (int64_t b = 0; b < B; ++b) {
+          if (!act[b]) continue;
+          for (int64_t i = 0; i < H; ++i) g[b * H + i] += go[b * H + i];
+        }
+        gru_cell_backward(g, saved[t].data_ptr<scalar_t>(), states[t].data_ptr<scalar_t>(),
+                          dgi[t].data_ptr<scalar_t>(), dgh[t].data_ptr<scalar_t>(), dh_step.data_ptr<scalar_t>(),
+                          act, B, H);
+        dh_step.addmm_(dgh[t], w_hh);
+        std::swap(dh, dh_step);
+      }
+    });
+    const torch::Tensor dgi_flat = dgi.view({S * B, 3 * H});
+    const torch::Tensor dgh_flat = dgh.view({S * B, 3 * H});
+    const torch::Tensor dx = dgi_flat.mm(w_ih).view({S, B, I}).transpose(0, 1);
+    const torch::Tensor dw_ih = dgi_flat.t().mm(x.view({S * B, I}));
+    const torch::Tensor dw_hh = dgh_flat.t().mm(states.narrow(0, 0, S).reshape({S * B, H}));
+    return {dx, torch::Tensor(), dw_ih, dw_hh, dgi_flat.sum(0), dgh_flat.sum(0)};
+  }
+};
+
+// ---- the teacher-forced LuongDecoder ------------------------------------------------------------
+
+struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForcedFunction> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& embedded, const torch::Tensor& h0,
+                               const torch::Tensor& keys_in, const torch::Tensor& values_in,
+                               const torch::Tensor& lengths_in, const torch::Tensor& w_ih, const torch::Tensor& w_hh,
+                               const torch::Tensor& b_ih, const torch::Tensor& b_hh, const torch::Tensor& wc_weight,
+                               const torch::Tensor& wc_bias, double scale) {
+    const int64_t B = embedded.size(0), T = embedded.size(1), E = embedded.size(2);
+    const int64_t S = keys_in.size(1), H = w_hh.size(1);
+    TORCH_CHECK(w_ih.size(1) == E + H, "fused decoder: the GRU input must be [embedding; h~]");
+    TORCH_CHECK(S <= kMaxSourceLength, "fused decoder: source longer than ", kMaxSourceLength);
+    const torch::Tensor lengths = to_lengths(lengths_in);
+    check_inputs(lengths, B, S);
+    const torch::Tensor keys = keys_in.contiguous(), values = values_in.contiguous();
+    const torch::Tensor w_embed = w_ih.narrow(1, 0, E), w_feed = w_ih.narrow(1, E, H);
+    const torch::Tensor emb = embedded.transpose(0, 1).contiguous();                       // [T, B, E]
+    const torch::Tensor ge = torch::addmm(b_ih, emb.view({T * B, E}), w_embed.t());       // [T*B, 3H]
+    torch::Tensor states = torch::empty({T + 1, B, H}, emb.options());                    // h_0 .. h_T
+    torch::Tensor attentional = torch::empty({T + 1, B, H}, emb.options());               // h~_0 .. h~_T
+    torch::Tensor saved = torch::empty({T, B, 4 * H}, emb.options());
+    torch::Tensor weights = torch::empty({T, B, S}, emb.options());
+    torch::Tensor ch = torch::empty({T, B, 2 * H}, emb.options());                        // [c_t; h_t]
+    torch::Tensor gi = torch::empty({B, 3 * H}, emb.options());
+    torch::Tensor gh = torch::empty({B, 3 * H}, emb.options());
+    states[0].copy_(h0);
+    attentional[0].zero_();
+    AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced", [&] {
+      for (int64_t t = 0; t < T; ++t) {
+        torch::addmm_out(gi, ge.narrow(0, t * B, B), attentional[t], w_feed.t());
+        torch::addmm_out(gh, b_hh, states[t], w_hh.t());
+        gru_cell_forward(gi.data_ptr<scalar_t>(), gh.data_ptr<scalar_t>(), states[t].data_ptr<scalar_t>(),
+                         states[t + 1].data_ptr<scalar_t>(), saved[t].data_ptr<scalar_t>(), nullptr, B, H);
+        attention_forward(states[t + 1].data_ptr<scalar_t>(), keys.data_ptr<scalar_t>(),
+                          values.data_ptr<scalar_t>(), lengths.data_ptr<int64_t>(), static_cast<scalar_t>(scale),
+                          weights[t].data_ptr<scalar_t>(), ch[t].data_ptr<scalar_t>(), B, S, H);
+        torch::Tensor next = attentional[t + 1];
+        torch::addmm_out(next, wc_bias, ch[t], wc_weight.t());
+        next.tanh_();
+      }
+    });
+    ctx->saved_data["emb"] = emb;
+    ctx->saved_data["states"] = states;
+    ctx->saved_data["attentional"] = attentional;
+    ctx->saved_data["saved"] = saved;
+    ctx->saved_data["weights"] = weights;
+    ctx->saved_data["ch"] = ch;
+    ctx->saved_data["keys"] = keys;
+    ctx->saved_data["values"] = values;
+    ctx->saved_data["lengths"] = lengths;
+    ctx->saved_data["w_ih"] = w_ih;
+    ctx->saved_data["w_hh"] = w_hh;
+    ctx->saved_data["wc_weight"] = wc_weight;
+    ctx->saved_data["scale"] = scale;
+    return {attentional.narrow(0, 1, T).transpose(0, 1).contiguous()};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const torch::Tensor emb = ctx->saved_data["emb"].toTensor();
+    const torch::Tensor states = ctx->saved_data["states"].toTensor();
+    const torch::Tensor attentional = ctx->saved_data["attentional"].toTensor();
+    const torch::Tensor saved = ctx->saved_data["saved"].toTensor();
+    const torch::Tensor weights = ctx->saved_data["weights"].toTensor();
+    const torch::Tensor ch = ctx->saved_data["ch"].toTensor();
+    const torch::Tensor keys = ctx->saved_data["keys"].toTensor();
+    const torch::Tensor values = ctx->saved_data["values"].toTensor();
+    const torch::Tensor lengths = ctx->saved_data["lengths"].toTensor();
+    const torch::Tensor w_ih = ctx->saved_data["w_ih"].toTensor();
+    const torch::Tensor w_hh = ctx->saved_data["w_hh"].toTensor();
+    const torch::Tensor wc_weight = ctx->saved_data["wc_weight"].toTensor();
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const int64_t T = emb.size(0), B = emb.size(1), E = emb.size(2), S = keys.size(1), H = w_hh.size(1);
+    const torch::Tensor w_embed = w_ih.narrow(1, 0, E), w_feed = w_ih.narrow(1, E, H);
+    const torch::Tensor d_features = grads[0].transpose(0, 1).contiguous();  // [T, B, H]
+    torch::Tensor d_attentional = torch::zeros({B, H}, emb.options());      // from step t+1's input
+    torch::Tensor dh = torch::zeros({B, H}, emb.options());                 // from step t+1's GRU
+    torch::Tensor dh_step = torch::empty({B, H}, emb.options());
+    torch::Tensor dpre = torch::empty({T, B, H}, emb.options());
+    torch::Tensor dch = torch::empty({B, 2 * H}, emb.options());
+    torch::Tensor dgi = torch::empty({T, B, 3 * H}, emb.options());
+    torch::Tensor dgh = torch::empty({T, B, 3 * H}, emb.options());
+    torch::Tensor dkeys = torch::zeros_like(keys), dvalues = torch::zeros_like(values);
+    AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
+      const auto s = static_cast<scalar_t>(scale);
+      for (int64_t t = T - 1; t >= 0; --t) {
+        d_attentional.add_(d_features[t]);
+        tanh_backward(d_attentional.data_ptr<scalar_t>(), attentional[t + 1].data_ptr<scalar_t>(),
+                      dpre[t].data_ptr<scalar_t>(), B * H);
+        torch::mm_out(dch, dpre[t], wc_weight);
+        // dh_step: the query's and Wc's paths to h_t; then the next step's GRU path.
+        attention_backward(dch.data_ptr<scalar_t>(), states[t + 1].data_ptr<scalar_t>(), keys.data_ptr<scalar_t>(),
+                           values.data_ptr<scalar_t>(), lengths.data_ptr<int64_t>(), s,
+                           weights[t].data_ptr<scalar_t>(), dh_step.data_ptr<scalar_t>(),
+                           dkeys.data_ptr<scalar_t>(), dvalues.data_ptr<scalar_t>(), B, S, H);
+        dh_step.add_(dh);
+        gru_cell_backward(dh_step.data_ptr<scalar_t>(), saved[t].data_ptr<scalar_t>(), states[t].data_ptr<scalar_t>(),
+                          dgi[t].data_ptr<scalar_t>(), dgh[t].data_ptr<scalar_t>(), dh.data_ptr<scalar_t>(), nullptr,
+                          B, H);
+        dh.addmm_(dgh[t], w_hh);
+        torch::mm_out(d_attentional, dgi[t], w_feed);
+      }
+    });
+    const torch::Tensor dgi_flat = dgi.view({T * B, 3 * H});
+    const torch::Tensor dgh_flat = dgh.view({T * B, 3 * H});
+    const torch::Tensor dpre_flat = dpre.view({T * B, H});
+    const torch::Tensor d_embedded = dgi_flat.mm(w_embed).view({T, B, E}).transpose(0, 1);
+    const torch::Tensor dw_ih = torch::cat({dgi_flat.t().mm(emb.view({T * B, E})),
+                                            dgi_flat.t().mm(attentional.narrow(0, 0, T).reshape({T * B, H}))},
+                                           1);
+    const torch::Tensor dw_hh = dgh_flat.t().mm(states.narrow(0, 0, T).reshape({T * B, H}));
+    const torch::Tensor dwc = dpre_flat.t().mm(ch.view({T * B, 2 * H}));
+    return {d_embedded,        dh,           dkeys,             dvalues,       torch::Tensor(),   dw_ih,
+            dw_hh,             dgi_flat.sum(0), dgh_flat.sum(0), dwc,           dpre_flat.sum(0), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+std::pair<torch::Tensor, torch::Tensor> fused_gru_sequence(const torch::Tensor& x, const torch::Tensor& lengths,
+                                                           const GruWeights& gru) {
+  TORCH_CHECK(x.device().is_cpu(), "fused_gru_sequence runs on the CPU");
+  variable_list out = GruSequenceFunction::apply(x, lengths, gru.w_ih, gru.w_hh, gru.b_ih, gru.b_hh);
+  return {out[0], out[1]};
+}
+
+torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0,
+                                         const torch::Tensor& keys, const torch::Tensor& values,
+                                         const torch::Tensor& src_lengths, const GruWeights& gru,
+                                         const torch::Tensor& wc_weight, const torch::Tensor& wc_bias, double scale) {
+  TORCH_CHECK(embedded.device().is_cpu(), "fused_luong_teacher_forced runs on the CPU");
+  return LuongTeacherForcedFunction::apply(embedded, h0, keys, values, src_lengths, gru.w_ih, gru.w_hh, gru.b_ih,
+                                           gru.b_hh, wc_weight, wc_bias, scale)[0];
+}
+
+}  // namespace luong::models

@@ -1,0 +1,136 @@
+// The hand-differentiated recurrences (models/fused_recurrence.cpp) against the module path they
+// replace, in double precision: same loss, same gradient for every parameter; and against finite
+// differences. Source and target padding vary within each batch.
+#include <gtest/gtest.h>
+
+#include "gradient_check.h"
+#include "luong/models/fused_recurrence.h"
+#include "luong/models/seq2seq.h"
+
+namespace luong::models {
+namespace {
+
+struct Batch {
+  torch::Tensor src, lengths, dec_in, dec_tgt;
+};
+
+// Four sentences with different source lengths (2..6) and target lengths (2..5).
+Batch padded_batch() {
+  return {torch::tensor({{4, 5, 6, 7, 8, 2}, {7, 2, 0, 0, 0, 0}, {9, 4, 2, 0, 0, 0}, {5, 5, 6, 7, 2, 0}}, torch::kLong),
+          torch::tensor({6, 2, 3, 5}, torch::kLong),
+          torch::tensor({{1, 4, 5, 6, 7}, {1, 6, 0, 0, 0}, {1, 3, 3, 0, 0}, {1, 7, 5, 4, 0}}, torch::kLong),
+          torch::tensor({{4, 5, 6, 7, 2}, {6, 2, 0, 0, 0}, {3, 3, 2, 0, 0}, {7, 5, 4, 2, 0}}, torch::kLong)};
+}
+
+struct Case {
+  std::string name;
+  ScoreKind score;
+  bool scale;
+};
+void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
+
+Seq2Seq make_model(const Case& c, torch::ScalarType dtype) {
+  torch::manual_seed(11);
+  AttentionConfig attention;
+  attention.score = c.score;
+  attention.scale = c.scale;
+  Seq2Seq model(Seq2SeqOptions(12, 10).embed_size(5).hidden_size(6).attention(attention));
+  model->to(dtype);
+  return model;
+}
+
+struct LossAndGradients {
+  double loss;
+  std::vector<std::pair<std::string, torch::Tensor>> gradients;
+};
+
+LossAndGradients run(Seq2Seq& model, bool fused, const Batch& b) {
+  model->options.fused(fused);
+  model->zero_grad();
+  const LossOutput out = model->loss(b.src, b.lengths, b.dec_in, b.dec_tgt, LossAverage::kStep);
+  out.loss.backward();
+  LossAndGradients result{out.loss.item<double>(), {}};
+  for (const auto& p : model->named_parameters()) result.gradients.emplace_back(p.key(), p.value().grad().clone());
+  return result;
+}
+
+class FusedRecurrenceTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FusedRecurrenceTest, MatchesTheModulePathInDouble) {
+  Seq2Seq model = make_model(GetParam(), torch::kDouble);
+  const Batch batch = padded_batch();
+  const LossAndGradients fused = run(model, true, batch);
+  const LossAndGradients modules = run(model, false, batch);
+  std::printf("  %-12s loss fused %.17g modules %.17g\n", GetParam().name.c_str(), fused.loss, modules.loss);
+  EXPECT_NEAR(fused.loss, modules.loss, 1e-13 * std::abs(modules.loss));
+  ASSERT_EQ(fused.gradients.size(), modules.gradients.size());
+  for (std::size_t i = 0; i < fused.gradients.size(); ++i) {
+    const torch::Tensor& a = fused.gradients[i].second;
+    const torch::Tensor& m = modules.gradients[i].second;
+    const double diff = (a - m).abs().max().item<double>();
+    const double scale = m.abs().max().item<double>();
+    std::printf("  %-12s %-36s max|diff| %.3e  (max|grad| %.3e)\n", GetParam().name.c_str(),
+                fused.gradients[i].first.c_str(), diff, scale);
+    EXPECT_GT(scale, 0.0) << fused.gradients[i].first << " receives no gradient";
+    EXPECT_LE(diff, 1e-12 * scale) << fused.gradients[i].first;
+  }
+}
+
+TEST_P(FusedRecurrenceTest, MatchesFiniteDifferences) {
+  Seq2Seq model = make_model(GetParam(), torch::kDouble);
+  const Batch b = padded_batch();
+  std::vector<std::pair<std::string, torch::Tensor>> params;
+  for (const auto& p : model->named_parameters()) {
+    if (p.key().find("fc") == std::string::npos) params.emplace_back(p.key(), p.value());  // fc is not fused
+  }
+  const auto loss = [&] { return model->loss(b.src, b.lengths, b.dec_in, b.dec_tgt).loss; };
+  for (const auto& r : test::check_gradients(params, loss)) {
+    std::printf("  %-12s %-36s max|diff| %.3e  rel %.3e\n", GetParam().name.c_str(), r.name.c_str(), r.max_abs_diff,
+                r.max_rel_diff);
+    EXPECT_LE(r.max_rel_diff, 1e-6) << r.name;
+  }
+}
+
+TEST_P(FusedRecurrenceTest, MatchesTheModulePathInFloat) {
+  Seq2Seq model = make_model(GetParam(), torch::kFloat);
+  const Batch batch = padded_batch();
+  const LossAndGradients fused = run(model, true, batch);
+  const LossAndGradients modules = run(model, false, batch);
+  EXPECT_NEAR(fused.loss, modules.loss, 1e-5 * std::abs(modules.loss));
+  for (std::size_t i = 0; i < fused.gradients.size(); ++i) {
+    const torch::Tensor& m = modules.gradients[i].second;
+    EXPECT_LE((fused.gradients[i].second - m).abs().max().item<double>(), 1e-5 * m.abs().max().item<double>())
+        << fused.gradients[i].first;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Scores, FusedRecurrenceTest,
+                         ::testing::Values(Case{"dot", ScoreKind::kDot, true}, Case{"general", ScoreKind::kGeneral, true},
+                                           Case{"dot_unscaled", ScoreKind::kDot, false}),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+TEST(FusedGruSequenceTest, EqualsPackedGru) {
+  torch::manual_seed(5);
+  torch::nn::GRU gru(torch::nn::GRUOptions(3, 4).batch_first(true));
+  gru->to(torch::kDouble);
+  const torch::Tensor x = torch::randn({3, 5, 3}, torch::kDouble);
+  const torch::Tensor lengths = torch::tensor({5, 1, 3}, torch::kLong);
+  namespace rnn = torch::nn::utils::rnn;
+  auto [packed, hidden] =
+      gru->forward_with_packed_input(rnn::pack_padded_sequence(x, lengths, true, /*enforce_sorted=*/false));
+  const torch::Tensor expected = std::get<0>(rnn::pad_packed_sequence(packed, true, 0.0, 5));
+  auto [outputs, last] = fused_gru_sequence(x, lengths, GruWeights::of(gru));
+  EXPECT_LE((outputs - expected).abs().max().item<double>(), 1e-15);
+  EXPECT_LE((last - hidden[0]).abs().max().item<double>(), 1e-15);
+  EXPECT_EQ(outputs[1].narrow(0, 1, 4).abs().max().item<double>(), 0.0);  // zero past the length
+}
+
+TEST(FusedGruSequenceTest, RejectsLengthsOutsideTheBatch) {
+  torch::nn::GRU gru(torch::nn::GRUOptions(3, 4).batch_first(true));
+  const torch::Tensor x = torch::randn({2, 4, 3});
+  EXPECT_THROW(fused_gru_sequence(x, torch::tensor({4, 5}, torch::kLong), GruWeights::of(gru)), c10::Error);
+  EXPECT_THROW(fused_gru_sequence(x, torch::tensor({4}, torch::kLong), GruWeights::of(gru)), c10::Error);
+}
+
+}  // namespace
+}  // namespace luong::models

@@ -1,0 +1,111 @@
+#include "luong/training/fused_adam.h"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <string>
+#include <type_traits>
+
+namespace luong::training {
+
+namespace {
+
+// Adam::state() is keyed by the parameter's TensorImpl address: as a string in LibTorch 1.x, as
+// the pointer itself in 2.x.
+template <typename Map>
+typename Map::key_type state_key(const torch::Tensor& p) {
+  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
+    return c10::guts::to_string(p.unsafeGetTensorImpl());
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
+
+struct Coefficients {
+  double beta1, beta2, eps, weight_decay, step_size, sqrt_correction2;
+  bool amsgrad;
+};
+
+// One pass of Adam (Kingma & Ba, with LibTorch's order of operations) over [begin, end).
+template <typename T>
+void adam_range(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t begin, int64_t end,
+                const Coefficients& c) {
+  const T beta1 = static_cast<T>(c.beta1), beta2 = static_cast<T>(c.beta2);
+  const T one_minus_beta1 = static_cast<T>(1 - c.beta1), one_minus_beta2 = static_cast<T>(1 - c.beta2);
+  const T eps = static_cast<T>(c.eps), weight_decay = static_cast<T>(c.weight_decay);
+  const T step_size = static_cast<T>(c.step_size), sqrt_correction2 = static_cast<T>(c.sqrt_correction2);
+  for (int64_t i = begin; i < end; ++i) {
+    const T g = c.weight_decay != 0 ? grad[i] + weight_decay * param[i] : grad[i];
+    const T m = exp_avg[i] * beta1 + one_minus_beta1 * g;
+    T v = exp_avg_sq[i] * beta2 + one_minus_beta2 * g * g;
+    exp_avg[i] = m;
+    exp_avg_sq[i] = v;
+    if (c.amsgrad) v = max_exp_avg_sq[i] = std::max(max_exp_avg_sq[i], v);
+    const T denom = std::sqrt(v) / sqrt_correction2 + eps;
+    param[i] -= step_size * m / denom;
+  }
+}
+
+bool fusable(const torch::Tensor& p) {
+  return p.device().is_cpu() && p.layout() == torch::kStrided && p.is_contiguous() &&
+         (p.scalar_type() == torch::kFloat || p.scalar_type() == torch::kDouble) && !p.grad().is_sparse() &&
+         p.grad().is_contiguous() && p.grad().scalar_type() == p.scalar_type();
+}
+
+}  // namespace
+
+torch::Tensor FusedAdam::step(LossClosure closure) {
+  for (const auto& group : param_groups()) {
+    for (const torch::Tensor& p : group.params()) {
+      if (p.grad().defined() && !fusable(p)) return torch::optim::Adam::step(std::move(closure));
+    }
+  }
+  torch::NoGradGuard no_grad;
+  torch::Tensor loss;
+  if (closure != nullptr) {
+    at::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  for (auto& group : param_groups()) {
+    const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());
+    for (const torch::Tensor& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      auto& states = state();
+      const auto key = state_key<std::remove_reference_t<decltype(states)>>(p);
+      auto found = states.find(key);
+      if (found == states.end()) {
+        auto fresh = std::make_unique<torch::optim::AdamParamState>();
+        fresh->step(0);
+        fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        if (options.amsgrad()) fresh->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+        found = states.emplace(key, std::move(fresh)).first;
+      }
+      auto& state = static_cast<torch::optim::AdamParamState&>(*found->second);
+      state.exp_avg(state.exp_avg().contiguous());  // no-ops for the states this class creates
+      state.exp_avg_sq(state.exp_avg_sq().contiguous());
+      if (options.amsgrad()) state.max_exp_avg_sq(state.max_exp_avg_sq().contiguous());
+      state.step(state.step() + 1);
+      const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
+      const double correction1 = 1 - std::pow(beta1, state.step());
+      const double correction2 = 1 - std::pow(beta2, state.step());
+      const Coefficients c{beta1, beta2, options.eps(), options.weight_decay(), options.lr() / correction1,
+                           std::sqrt(correction2), options.amsgrad()};
+      torch::Tensor param = p;  // shares storage; the update is in place
+      const torch::Tensor grad = p.grad();
+      AT_DISPATCH_FLOATING_TYPES(p.scalar_type(), "fused_adam", [&] {
+        scalar_t* max_sq = options.amsgrad() ? state.max_exp_avg_sq().data_ptr<scalar_t>() : nullptr;
+        scalar_t* data = param.data_ptr<scalar_t>();
+        const scalar_t* g = grad.data_ptr<scalar_t>();
+        scalar_t* m = state.exp_avg().data_ptr<scalar_t>();
+        scalar_t* v = state.exp_avg_sq().data_ptr<scalar_t>();
+        at::parallel_for(0, p.numel(), 16384, [&](int64_t begin, int64_t end) {
+          adam_range(data, g, m, v, max_sq, begin, end, c);
+        });
+      });
+    }
+  }
+  return loss;
+}
+
+}  // namespace luong::training
