@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "luong/models/fused_recurrence.h"
+#include "luong/models/linear_cross_entropy.h"
 #include "luong/models/luong_decoder.h"
 #include "luong/util/error.h"
 
@@ -83,8 +84,11 @@ Seq2SeqImpl::TokenLosses Seq2SeqImpl::token_losses(const torch::Tensor& src, con
   const torch::Tensor rows = real.nonzero().squeeze(1);
   const torch::Tensor selected = features.reshape({-1, features.size(-1)}).index_select(0, rows);  // [N, H]
   const torch::Tensor targets = dec_tgt.reshape({-1}).index_select(0, rows);                       // [N]
-  const torch::Tensor per_token = torch::nn::functional::cross_entropy(
-      decoder->project(selected), targets, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  const torch::Tensor per_token =
+      options.fused() && selected.device().is_cpu()
+          ? linear_cross_entropy(selected, decoder->fc->weight, decoder->fc->bias, targets)
+          : torch::nn::functional::cross_entropy(decoder->project(selected), targets,
+                                                 torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
   return {per_token, rows};
 }
 

@@ -1,5 +1,5 @@
-// The hand-differentiated recurrences (models/fused_recurrence.cpp) against the module path they
-// replace, in double precision: same loss, same gradient for every parameter; and against finite
+// The hand-differentiated recurrences (models/fused_recurrence.cpp) and loss
+// (models/linear_cross_entropy.cpp) against the module path they replace, in double precision: same loss, same gradient for every parameter; and against finite
 // differences. Source and target padding vary within each batch.
 #include <gtest/gtest.h>
 
@@ -80,9 +80,7 @@ TEST_P(FusedRecurrenceTest, MatchesFiniteDifferences) {
   Seq2Seq model = make_model(GetParam(), torch::kDouble);
   const Batch b = padded_batch();
   std::vector<std::pair<std::string, torch::Tensor>> params;
-  for (const auto& p : model->named_parameters()) {
-    if (p.key().find("fc") == std::string::npos) params.emplace_back(p.key(), p.value());  // fc is not fused
-  }
+  for (const auto& p : model->named_parameters()) params.emplace_back(p.key(), p.value());
   const auto loss = [&] { return model->loss(b.src, b.lengths, b.dec_in, b.dec_tgt).loss; };
   for (const auto& r : test::check_gradients(params, loss)) {
     std::printf("  %-12s %-36s max|diff| %.3e  rel %.3e\n", GetParam().name.c_str(), r.name.c_str(), r.max_abs_diff,

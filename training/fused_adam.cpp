@@ -27,8 +27,11 @@ struct Coefficients {
 };
 
 // One pass of Adam (Kingma & Ba, with LibTorch's order of operations) over [begin, end).
+// Inlined into the clones below. This file is compiled with -fno-math-errno (CMakeLists.txt):
+// otherwise GCC keeps std::sqrt scalar, since it may set errno, and this loop took 12% of a
+// training step.
 template <typename T>
-void adam_range(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t begin, int64_t end,
+[[gnu::always_inline]] inline void adam_range(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t begin, int64_t end,
                 const Coefficients& c) {
   const T beta1 = static_cast<T>(c.beta1), beta2 = static_cast<T>(c.beta2);
   const T one_minus_beta1 = static_cast<T>(1 - c.beta1), one_minus_beta2 = static_cast<T>(1 - c.beta2);
@@ -44,6 +47,28 @@ void adam_range(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_a
     const T denom = std::sqrt(v) / sqrt_correction2 + eps;
     param[i] -= step_size * m / denom;
   }
+}
+
+#define LUONG_ADAM_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+LUONG_ADAM_CLONES void adam_range_float(float* param, const float* grad, float* exp_avg, float* exp_avg_sq,
+                                        float* max_exp_avg_sq, int64_t begin, int64_t end, const Coefficients& c) {
+  adam_range(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, begin, end, c);
+}
+
+LUONG_ADAM_CLONES void adam_range_double(double* param, const double* grad, double* exp_avg, double* exp_avg_sq,
+                                         double* max_exp_avg_sq, int64_t begin, int64_t end, const Coefficients& c) {
+  adam_range(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, begin, end, c);
+}
+
+void adam_range_dispatch(float* p, const float* g, float* m, float* v, float* mx, int64_t b, int64_t e,
+                         const Coefficients& c) {
+  adam_range_float(p, g, m, v, mx, b, e, c);
+}
+void adam_range_dispatch(double* p, const double* g, double* m, double* v, double* mx, int64_t b, int64_t e,
+                         const Coefficients& c) {
+  adam_range_double(p, g, m, v, mx, b, e, c);
 }
 
 bool fusable(const torch::Tensor& p) {
@@ -100,7 +125,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
         scalar_t* m = state.exp_avg().data_ptr<scalar_t>();
         scalar_t* v = state.exp_avg_sq().data_ptr<scalar_t>();
         at::parallel_for(0, p.numel(), 16384, [&](int64_t begin, int64_t end) {
-          adam_range(data, g, m, v, max_sq, begin, end, c);
+          adam_range_dispatch(data, g, m, v, max_sq, begin, end, c);
         });
       });
     }

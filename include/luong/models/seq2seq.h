@@ -24,7 +24,8 @@ struct Seq2SeqOptions {
   TORCH_ARG(AttentionConfig, attention) = AttentionConfig{};
   /// On the CPU, run the recurrences through the hand-differentiated kernels of
   /// fused_recurrence.h where the architecture allows (one layer, unidirectional encoder; for
-  /// training, the LuongDecoder with global dot or general attention). Same function, ~2x faster.
+  /// training, the LuongDecoder with global dot or general attention), and the loss through
+  /// linear_cross_entropy.h. The same function; about 2x the training throughput.
   TORCH_ARG(bool, fused) = true;
 };
 

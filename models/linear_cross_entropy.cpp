@@ -1,0 +1,131 @@
+#include "luong/models/linear_cross_entropy.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace luong::models {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+struct Slice {
+  int64_t begin, end;
+};
+
+std::vector<Slice> vocabulary_slices(int64_t vocab) {
+  const int64_t count = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), vocab));
+  std::vector<Slice> slices;
+  for (int64_t i = 0; i < count; ++i) slices.push_back({vocab * i / count, vocab * (i + 1) / count});
+  return slices;
+}
+
+// Runs body(slice index) for every slice, one per thread. The lambdas see only detached tensors, so
+// nothing is recorded whatever the worker threads' grad mode.
+template <typename Body>
+void for_each_slice(std::size_t count, const Body& body) {
+  at::parallel_for(0, static_cast<int64_t>(count), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) body(static_cast<std::size_t>(i));
+  });
+}
+
+struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropyFunction> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& weight_in,
+                               const torch::Tensor& bias_in, const torch::Tensor& targets_in) {
+    const torch::Tensor x = x_in.detach().contiguous(), weight = weight_in.detach(), bias = bias_in.detach();
+    const torch::Tensor targets = targets_in.to(torch::kLong).contiguous();
+    const int64_t N = x.size(0), V = weight.size(0);
+    TORCH_CHECK(targets.dim() == 1 && targets.size(0) == N, "linear_cross_entropy: targets must be [N]");
+    if (N > 0) {
+      const auto [lowest, highest] = torch::aminmax(targets);
+      TORCH_CHECK(lowest.item<int64_t>() >= 0 && highest.item<int64_t>() < V,
+                  "linear_cross_entropy: a target is outside the vocabulary");
+    }
+    const std::vector<Slice> slices = vocabulary_slices(V);
+    std::vector<torch::Tensor> probs(slices.size()), maxima(slices.size()), sums(slices.size());
+    torch::Tensor target_logit = torch::zeros({N}, x.options());
+    const int64_t* tgt = targets.data_ptr<int64_t>();
+    // Pass 1 per slice: logits, their row maxima, exp(logit - slice maximum) and its row sums.
+    for_each_slice(slices.size(), [&](std::size_t s) {
+      const Slice slice = slices[s];
+      torch::Tensor logits = torch::addmm(bias.narrow(0, slice.begin, slice.end - slice.begin), x,
+                                          weight.narrow(0, slice.begin, slice.end - slice.begin).t());
+      AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "linear_cross_entropy_targets", [&] {
+        const scalar_t* l = logits.data_ptr<scalar_t>();
+        scalar_t* out = target_logit.data_ptr<scalar_t>();
+        const int64_t width = slice.end - slice.begin;
+        for (int64_t n = 0; n < N; ++n) {
+          if (tgt[n] >= slice.begin && tgt[n] < slice.end) out[n] = l[n * width + tgt[n] - slice.begin];
+        }
+      });
+      maxima[s] = std::get<0>(logits.max(1));
+      logits.sub_(maxima[s].unsqueeze(1)).exp_();
+      sums[s] = logits.sum(1);
+      probs[s] = logits;
+    });
+    // Combine the slices' statistics: log sum exp = M + log sum_s sums_s exp(maxima_s - M).
+    torch::Tensor top = maxima[0].clone();
+    for (std::size_t s = 1; s < slices.size(); ++s) top = torch::maximum(top, maxima[s]);
+    torch::Tensor total = torch::zeros_like(top);
+    for (std::size_t s = 0; s < slices.size(); ++s) total += sums[s] * (maxima[s] - top).exp();
+    const torch::Tensor losses = top + total.log() - target_logit;
+    // Pass 2 per slice: softmax, then minus the one-hot target: the gradient of each row's loss.
+    for_each_slice(slices.size(), [&](std::size_t s) {
+      const Slice slice = slices[s];
+      probs[s].mul_(((maxima[s] - top).exp() / total).unsqueeze(1));
+      AT_DISPATCH_FLOATING_TYPES(probs[s].scalar_type(), "linear_cross_entropy_onehot", [&] {
+        scalar_t* p = probs[s].data_ptr<scalar_t>();
+        const int64_t width = slice.end - slice.begin;
+        for (int64_t n = 0; n < N; ++n) {
+          if (tgt[n] >= slice.begin && tgt[n] < slice.end) p[n * width + tgt[n] - slice.begin] -= 1;
+        }
+      });
+    });
+    ctx->saved_data["x"] = x;
+    ctx->saved_data["weight"] = weight;
+    ctx->saved_data["dlogits"] = probs;
+    std::vector<int64_t> bounds;
+    for (const Slice& slice : slices) bounds.push_back(slice.begin);
+    bounds.push_back(V);
+    ctx->saved_data["bounds"] = bounds;
+    return {losses};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const torch::Tensor x = ctx->saved_data["x"].toTensor();
+    const torch::Tensor weight = ctx->saved_data["weight"].toTensor();
+    const std::vector<torch::Tensor> dlogits = ctx->saved_data["dlogits"].toTensorVector();
+    const std::vector<int64_t> bounds = ctx->saved_data["bounds"].toIntVector();
+    const torch::Tensor g = grads[0].detach().contiguous();  // [N]
+    // d loss_n / d logits_n = g_n (p_n - onehot_n): scale x's rows by g instead of dlogits' rows.
+    const torch::Tensor x_scaled = x * g.unsqueeze(1);
+    torch::Tensor dweight = torch::empty_like(weight, torch::MemoryFormat::Contiguous);
+    torch::Tensor dbias = torch::empty({weight.size(0)}, weight.options());
+    std::vector<torch::Tensor> dx_parts(dlogits.size());
+    for_each_slice(dlogits.size(), [&](std::size_t s) {
+      const int64_t begin = bounds[s], width = bounds[s + 1] - bounds[s];
+      torch::Tensor dw = dweight.narrow(0, begin, width);
+      torch::mm_out(dw, dlogits[s].t(), x_scaled);
+      torch::Tensor db = dbias.narrow(0, begin, width);
+      torch::mv_out(db, dlogits[s].t(), g);
+      dx_parts[s] = dlogits[s].mm(weight.narrow(0, begin, width));
+    });
+    torch::Tensor dx = dx_parts[0];
+    for (std::size_t s = 1; s < dx_parts.size(); ++s) dx += dx_parts[s];
+    dx.mul_(g.unsqueeze(1));
+    return {dx, dweight, dbias, torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                                   const torch::Tensor& targets) {
+  TORCH_CHECK(x.device().is_cpu(), "linear_cross_entropy runs on the CPU");
+  return LinearCrossEntropyFunction::apply(x, weight, bias, targets)[0];
+}
+
+}  // namespace luong::models
