@@ -432,8 +432,30 @@ ClozeBatch::ClozeBatch(const ClozeDims& dims, const std::vector<std::vector<int>
     V_t_.emplace_back(n * static_cast<std::size_t>(dims.dv), 0.0);
   }
   total_ = static_cast<int>(idx_.size());
+  // Sentences in two halves of equal count and near-equal sum of n^2 (the attention layers' cost),
+  // for the two-thread static schedule: longest first, each to the lighter half with room.
+  const int count = static_cast<int>(sentences.size());
+  std::vector<int> by_cost(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) by_cost[static_cast<std::size_t>(i)] = i;
+  std::stable_sort(by_cost.begin(), by_cost.end(),
+                   [&](int a, int b) { return sentences[static_cast<std::size_t>(a)].size() > sentences[static_cast<std::size_t>(b)].size(); });
+  std::vector<int> halves[2];
+  std::size_t load[2] = {0, 0};
+  const std::size_t room[2] = {static_cast<std::size_t>((count + 1) / 2), static_cast<std::size_t>(count / 2)};
+  for (int i : by_cost) {
+    const std::size_t n = sentences[static_cast<std::size_t>(i)].size();
+    const int half = halves[0].size() == room[0] ? 1 : halves[1].size() == room[1] ? 0 : (load[0] <= load[1] ? 0 : 1);
+    halves[half].push_back(i);
+    load[half] += n * n;
+  }
+  sentence_order_ = halves[0];
+  sentence_order_.insert(sentence_order_.end(), halves[1].begin(), halves[1].end());
   for (int c = 0; c <= kChunks; ++c) chunk_begin_[c] = total_ * c / kChunks;
+  for (int c = 0; c <= kChunks; ++c) vocab_begin_[c] = dims.vocab * c / kChunks;
   const auto t = static_cast<std::size_t>(total_);
+  const auto vocab = static_cast<std::size_t>(dims.vocab);
+  for (auto* buffer : {&PQ_, &PK_}) buffer->assign(vocab * dims.dk, 0.0);
+  PV_.assign(vocab * dims.dv, 0.0);
   for (auto* buffer : {&X_, &dX_}) buffer->assign(t * dims.d, 0.0);
   for (auto* buffer : {&Q_, &K_, &dQ_, &dK_}) buffer->assign(t * dims.dk, 0.0);
   for (auto* buffer : {&V_, &Z_, &dV_, &dZ_}) buffer->assign(t * dims.dv, 0.0);
@@ -442,23 +464,36 @@ ClozeBatch::ClozeBatch(const ClozeDims& dims, const std::vector<std::vector<int>
 
 // Each phase is its own cloned function: OpenMP outlines the parallel region into a function of its
 // own, which would otherwise miss the AVX2/AVX-512 versions of the inlined kernels.
+// A token's query, key and value are its word's row of E W_Q, E W_K and E W_V, computed here over
+// the 98-word vocabulary instead of the 214 tokens of an update: each row is the same sum in the
+// same order, so the results are bit-identical. (The backward keeps per-token products: summing
+// dQ per word first changes the rounding, and this training is chaotic enough that such a change
+// can end it in another minimum, at loss 0.32 instead of the seed's ~1e-5.)
 LUONG_CLONES
-void ClozeBatch::rows_forward(int c, const ClozeParameters& params) {
+void ClozeBatch::vocab_forward(int c, const ClozeParameters& params) {
   const ClozeDims& m = dims_;
-  const int r = chunk_begin_[c], n = chunk_begin_[c + 1] - r;
-  const auto ru = static_cast<std::size_t>(r);
-  embedding_forward_impl(&X_[ru * m.d], params.E(), &idx_[ru], n, m.d);
-  matmul_forward_impl(&Q_[ru * m.dk], &X_[ru * m.d], params.W_Q(), n, m.d, m.dk);
-  matmul_forward_impl(&K_[ru * m.dk], &X_[ru * m.d], params.W_K(), n, m.d, m.dk);
-  matmul_forward_impl(&V_[ru * m.dv], &X_[ru * m.d], params.W_V(), n, m.d, m.dv);
+  const int v = vocab_begin_[c], n = vocab_begin_[c + 1] - v;
+  const auto vu = static_cast<std::size_t>(v);
+  const double* E = params.E() + vu * m.d;
+  matmul_forward_impl(&PQ_[vu * m.dk], E, params.W_Q(), n, m.d, m.dk);  // rows [v, v + n) of E W_Q
+  matmul_forward_impl(&PK_[vu * m.dk], E, params.W_K(), n, m.d, m.dk);
+  matmul_forward_impl(&PV_[vu * m.dv], E, params.W_V(), n, m.d, m.dv);
 }
 
 LUONG_CLONES
-void ClozeBatch::sentence_forward(int s) {
+void ClozeBatch::sentence_forward(int s, const ClozeParameters& params) {
   const ClozeDims& m = dims_;
   const int r = sentence_begin_[s], n = sentence_begin_[s + 1] - r;
   const auto su = static_cast<std::size_t>(s);
   const auto ru = static_cast<std::size_t>(r);
+  for (int i = 0; i < n; ++i) {  // X, Q, K, V: this sentence's rows of E, E W_Q, E W_K, E W_V
+    const auto row = ru + static_cast<std::size_t>(i);
+    const auto word = static_cast<std::size_t>(idx_[row]);
+    std::memcpy(&X_[row * m.d], params.E() + word * m.d, sizeof(double) * m.d);
+    std::memcpy(&Q_[row * m.dk], &PQ_[word * m.dk], sizeof(double) * m.dk);
+    std::memcpy(&K_[row * m.dk], &PK_[word * m.dk], sizeof(double) * m.dk);
+    std::memcpy(&V_[row * m.dv], &PV_[word * m.dv], sizeof(double) * m.dv);
+  }
   attention_scores_forward_impl(S_[su].data(), &Q_[ru * m.dk], &K_[ru * m.dk], n, m.dk);
   softmax_rows_forward_impl(A_[su].data(), S_[su].data(), n, n);
   matmul_forward_impl(&Z_[ru * m.dv], A_[su].data(), &V_[ru * m.dv], n, n, m.dv);
@@ -520,31 +555,64 @@ void ClozeBatch::rows_backward(int c, const ClozeTransposes& t) {
 }
 
 double ClozeBatch::forward_backward(const ClozeParameters& params, ClozeParameters& grads, int threads) {
-  const ClozeDims& m = dims_;
+  return run(params, grads, threads, nullptr, nullptr);
+}
+
+double ClozeBatch::update(ClozeParameters& params, ClozeParameters& grads, const AdamStep& adam, int threads) {
+  return run(params, grads, threads, &adam, params.data.data());
+}
+
+// One parallel region per update: the five layer phases, then the gradient sum and (for update())
+// Adam over the same parameter ranges, so no thread waits between the two and there is no second
+// region to start. Sentences go to threads in a precomputed order that evens out their n^2 cost.
+double ClozeBatch::run(const ClozeParameters& params, ClozeParameters& grads, int threads, const AdamStep* adam,
+                       double* updated_params) {
   transposes_.update(params);
   const int sentences = static_cast<int>(sentence_begin_.size()) - 1;
+  const std::size_t size = grads.data.size();
+  constexpr int kPieces = 8;
 #pragma omp parallel num_threads(threads)
   {
 #pragma omp for schedule(static)
-    for (int c = 0; c < kChunks; ++c) rows_forward(c, params);
+    for (int c = 0; c < kChunks; ++c) vocab_forward(c, params);
 #pragma omp for schedule(static)
-    for (int s = 0; s < sentences; ++s) sentence_forward(s);
+    for (int k = 0; k < sentences; ++k) sentence_forward(sentence_order_[static_cast<std::size_t>(k)], params);
 #pragma omp for schedule(static)
     for (int c = 0; c < kChunks; ++c) rows_readout(c, params, transposes_);
 #pragma omp for schedule(static)
-    for (int s = 0; s < sentences; ++s) sentence_backward(s);
+    for (int k = 0; k < sentences; ++k) sentence_backward(sentence_order_[static_cast<std::size_t>(k)]);
 #pragma omp for schedule(static)
     for (int c = 0; c < kChunks; ++c) rows_backward(c, transposes_);
+#pragma omp for schedule(static)
+    for (int piece = 0; piece < kPieces; ++piece) {
+      // Block sums in a fixed order, so the result does not depend on the thread count.
+      const std::size_t begin = size * piece / kPieces, end = size * (piece + 1) / kPieces;
+      double* g = grads.data.data();
+      std::copy(chunk_grads_[0].data.begin() + static_cast<std::ptrdiff_t>(begin),
+                chunk_grads_[0].data.begin() + static_cast<std::ptrdiff_t>(end), g + begin);
+      for (int c = 1; c < kChunks; ++c) {
+        const double* block = chunk_grads_[static_cast<std::size_t>(c)].data.data();
+        for (std::size_t i = begin; i < end; ++i) g[i] += block[i];
+      }
+      // The embedding gradient: dX scattered to the words' rows in token order, as the serial
+      // embedding_backward would, restricted to this piece.
+      const std::size_t embedding_end = std::min(end, static_cast<std::size_t>(dims_.vocab) * dims_.d);
+      for (int r = 0; r < total_ && begin < embedding_end; ++r) {
+        const auto d = static_cast<std::size_t>(dims_.d);
+        const std::size_t row = static_cast<std::size_t>(idx_[static_cast<std::size_t>(r)]) * d;
+        const double* source = &dX_[static_cast<std::size_t>(r) * d];
+        for (std::size_t i = std::max(begin, row); i < std::min(embedding_end, row + d); ++i) g[i] += source[i - row];
+      }
+      if (adam != nullptr) {
+        // Every parameter piece is read-only until the phases above are done (the barrier of the
+        // last omp for), so updating it here is safe.
+        adam_range(updated_params, g, adam->m->data(), adam->v->data(), begin, end,
+                   adam->correction1, adam->correction2, adam->grad_scale, adam->options);
+      }
+    }
   }
-  // Block sums in a fixed order, then the embedding scatter in token order.
-  std::fill(grads.data.begin(), grads.data.end(), 0.0);
   double loss = 0;
-  for (int c = 0; c < kChunks; ++c) {
-    const double* g = chunk_grads_[static_cast<std::size_t>(c)].data.data();
-    for (std::size_t i = 0; i < grads.data.size(); ++i) grads.data[i] += g[i];
-    loss += chunk_loss_[c];
-  }
-  embedding_backward_impl(grads.E(), dX_.data(), idx_.data(), total_, m.d);
+  for (int c = 0; c < kChunks; ++c) loss += chunk_loss_[c];
   return loss;
 }
 
@@ -557,8 +625,9 @@ ClozeTrainResult train_cloze(ClozeParameters& params, const std::vector<std::vec
   const int count = static_cast<int>(sentences.size());
   ClozeTrainResult result;
   for (int update = 1; update <= updates; ++update) {
-    const double total_loss = batch.forward_backward(params, grads, std::max(1, threads));
-    adam_update(params, grads, m, v, update, 1.0 / count, options, std::max(1, threads));
+    const ClozeBatch::AdamStep adam{&m, &v, 1.0 - std::pow(options.beta1, update), 1.0 - std::pow(options.beta2, update),
+                        1.0 / count, options};
+    const double total_loss = batch.update(params, grads, adam, std::max(1, threads));
     if (update == 1 || update % 20 == 0) result.loss_curve.emplace_back(update, total_loss / batch.tokens());
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -129,11 +129,25 @@ class ClozeBatch {
   /// Sets `grads` to d(loss)/d(parameters) summed over all sentences; returns the summed loss.
   double forward_backward(const ClozeParameters& params, ClozeParameters& grads, int threads);
 
+  /// One Adam step of the seed's training.
+  struct AdamStep {
+    std::vector<double>* m;
+    std::vector<double>* v;
+    double correction1, correction2;  ///< 1 - beta1^step, 1 - beta2^step
+    double grad_scale;                ///< 1 / sentences: the gradient is averaged over sentences
+    AdamOptions options;
+  };
+  /// forward_backward, then the Adam step on `params`, in one parallel region.
+  double update(ClozeParameters& params, ClozeParameters& grads, const AdamStep& adam, int threads);
+
   int tokens() const { return total_; }
 
  private:
-  void rows_forward(int chunk, const ClozeParameters& params);
-  void sentence_forward(int sentence);
+  /// updated_params: params' own buffer when `adam` is given (params are read-only until then).
+  double run(const ClozeParameters& params, ClozeParameters& grads, int threads, const AdamStep* adam,
+             double* updated_params);
+  void vocab_forward(int chunk, const ClozeParameters& params);
+  void sentence_forward(int sentence, const ClozeParameters& params);
   void rows_readout(int chunk, const ClozeParameters& params, const ClozeTransposes& t);
   void sentence_backward(int sentence);
   void rows_backward(int chunk, const ClozeTransposes& t);
@@ -141,8 +155,11 @@ class ClozeBatch {
   ClozeDims dims_;
   std::vector<int> idx_;                     // all token ids, sentence after sentence
   std::vector<int> sentence_begin_;          // size sentences + 1
+  std::vector<int> sentence_order_;          // the order the sentence phases take them in
   int total_ = 0;
-  int chunk_begin_[kChunks + 1] = {};
+  int chunk_begin_[kChunks + 1] = {};        // token rows of each chunk
+  int vocab_begin_[kChunks + 1] = {};        // vocabulary rows of each chunk
+  std::vector<double> PQ_, PK_, PV_;         // E W_Q, E W_K, E W_V [vocab, dk or dv]
   std::vector<double> X_, Q_, K_, V_, Z_, scores_, P_;
   std::vector<double> dX_, dQ_, dK_, dV_, dZ_, dscores_;
   std::vector<std::vector<double>> S_, A_, V_t_, dA_, dS_;  // per sentence
