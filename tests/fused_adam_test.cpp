@@ -67,29 +67,24 @@ TEST(FusedAdamCheckpointTest, StateLoadsIntoAdamAndBack) {
     plain.step();
   }
   // Swap the optimisers' states through archives: each continues from the other's state.
-  std::stringstream fused_state, plain_state;
-  {
+  const auto saved = [](torch::optim::Optimizer& optimizer) {
     torch::serialize::OutputArchive archive;
-    fused.save(archive);
-    archive.save_to(fused_state);
-  }
-  {
-    torch::serialize::OutputArchive archive;
-    plain.save(archive);
-    archive.save_to(plain_state);
-  }
+    optimizer.save(archive);
+    std::stringstream bytes;
+    archive.save_to(bytes);
+    return bytes.str();
+  };
+  const auto load = [](torch::optim::Optimizer& optimizer, const std::string& bytes) {
+    std::stringstream in(bytes);
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    optimizer.load(archive);
+  };
+  const std::string fused_state = saved(fused), plain_state = saved(plain);
   torch::optim::Adam plain_from_fused(b, torch::optim::AdamOptions(1e-2));
   FusedAdam fused_from_plain(a, torch::optim::AdamOptions(1e-2));
-  {
-    torch::serialize::InputArchive archive;
-    archive.load_from(fused_state);
-    plain_from_fused.load(archive);
-  }
-  {
-    torch::serialize::InputArchive archive;
-    archive.load_from(plain_state);
-    fused_from_plain.load(archive);
-  }
+  load(plain_from_fused, fused_state);
+  load(fused_from_plain, plain_state);
   set_gradients(a, 4);
   set_gradients(b, 4);
   fused_from_plain.step();
