@@ -1,8 +1,13 @@
 #include "luong/models/fused_recurrence.h"
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+
+#include "luong/util/vector_math.h"
 
 namespace luong::models {
 
@@ -16,18 +21,13 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-template <typename T>
-inline T sigmoid(T x) {
-  return T(1) / (T(1) + std::exp(-x));
-}
-
 // ---- GRU cell: the gate arithmetic of one step, forward and backward side by side --------------
 // gi, gh [B, 3H]: x W_ih^T + b_ih and h W_hh^T + b_hh, gate columns r | z | n.
 // saved [B, 4H]: r | z | n | (h W_hn^T + b_hn), what the backward needs besides h_prev.
 // Rows with active[b] == false (past the sequence's end) keep their state and save nothing.
 
 template <typename T>
-void gru_cell_forward(const T* gi, const T* gh, const T* h_prev, T* h_next, T* saved, const bool* active, int64_t B,
+[[gnu::always_inline]] inline void gru_cell_forward(const T* gi, const T* gh, const T* h_prev, T* h_next, T* saved, const bool* active, int64_t B,
                       int64_t H) {
   for (int64_t b = 0; b < B; ++b) {
     const T* hp = h_prev + b * H;
@@ -39,10 +39,11 @@ void gru_cell_forward(const T* gi, const T* gh, const T* h_prev, T* h_next, T* s
     const T* i_row = gi + b * 3 * H;
     const T* h_row = gh + b * 3 * H;
     T* s = saved + b * 4 * H;
+#pragma GCC ivdep  // the rows never overlap; without this GCC gives up on the alias checks
     for (int64_t i = 0; i < H; ++i) {
-      const T r = sigmoid(i_row[i] + h_row[i]);
-      const T z = sigmoid(i_row[H + i] + h_row[H + i]);
-      const T n = std::tanh(i_row[2 * H + i] + r * h_row[2 * H + i]);
+      const T r = vector_sigmoid(i_row[i] + h_row[i]);
+      const T z = vector_sigmoid(i_row[H + i] + h_row[H + i]);
+      const T n = vector_tanh(i_row[2 * H + i] + r * h_row[2 * H + i]);
       hn[i] = n + z * (hp[i] - n);  // (1 - z) n + z h, in PyTorch's order
       s[i] = r;
       s[H + i] = z;
@@ -55,7 +56,7 @@ void gru_cell_forward(const T* gi, const T* gh, const T* h_prev, T* h_next, T* s
 // dh [B, H]: gradient of h_next -> dgi, dgh [B, 3H] (overwritten) and dh_prev [B, H] (overwritten
 // with the direct path z * dh; the caller adds dgh W_hh).
 template <typename T>
-void gru_cell_backward(const T* dh, const T* saved, const T* h_prev, T* dgi, T* dgh, T* dh_prev, const bool* active,
+[[gnu::always_inline]] inline void gru_cell_backward(const T* dh, const T* saved, const T* h_prev, T* dgi, T* dgh, T* dh_prev, const bool* active,
                        int64_t B, int64_t H) {
   for (int64_t b = 0; b < B; ++b) {
     const T* g = dh + b * H;
@@ -70,6 +71,7 @@ void gru_cell_backward(const T* dh, const T* saved, const T* h_prev, T* dgi, T* 
     }
     const T* s = saved + b * 4 * H;
     const T* hp = h_prev + b * H;
+#pragma GCC ivdep
     for (int64_t i = 0; i < H; ++i) {
       const T r = s[i], z = s[H + i], n = s[2 * H + i], hn = s[3 * H + i];
       const T dn = g[i] * (T(1) - z) * (T(1) - n * n);
@@ -85,6 +87,22 @@ void gru_cell_backward(const T* dh, const T* saved, const T* h_prev, T* dgi, T* 
     }
   }
 }
+
+// The gate loops compiled for AVX-512, AVX2 + FMA and baseline x86-64, chosen at load time; the
+// transcendental functions are vector_math.h's, so each loop vectorises (with -fno-trapping-math,
+// set for this file in CMakeLists.txt).
+#define LUONG_GATE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define LUONG_GATE_KERNELS(T)                                                                                  \
+  LUONG_GATE_CLONES void gates_forward(const T* gi, const T* gh, const T* h_prev, T* h_next, T* saved,         \
+                                       const bool* active, int64_t B, int64_t H) {                              \
+    gru_cell_forward(gi, gh, h_prev, h_next, saved, active, B, H);                                             \
+  }                                                                                                            \
+  LUONG_GATE_CLONES void gates_backward(const T* dh, const T* saved, const T* h_prev, T* dgi, T* dgh,          \
+                                        T* dh_prev, const bool* active, int64_t B, int64_t H) {                 \
+    gru_cell_backward(dh, saved, h_prev, dgi, dgh, dh_prev, active, B, H);                                     \
+  }
+LUONG_GATE_KERNELS(float)
+LUONG_GATE_KERNELS(double)
 
 // ---- global attention of one step, forward and backward ------------------------------------------
 // h [B, H] queries, keys and values [B, S, H], lengths [B] -> weights [B, S] (zero past the length)
@@ -108,7 +126,7 @@ void attention_forward(const T* h, const T* keys, const T* values, const int64_t
       top = std::max(top, a[j]);
     }
     T sum = 0;
-    for (int64_t j = 0; j < len; ++j) sum += (a[j] = std::exp(a[j] - top));
+    for (int64_t j = 0; j < len; ++j) sum += (a[j] = static_cast<T>(vector_exp(static_cast<double>(a[j] - top))));
     for (int64_t j = 0; j < len; ++j) a[j] /= sum;
     std::fill(a + std::max<int64_t>(len, 0), a + S, T(0));
     std::fill_n(c, H, T(0));
@@ -171,6 +189,35 @@ void check_inputs(const torch::Tensor& lengths, int64_t batch, int64_t steps) {
   }
 }
 
+// Row t of a tensor's first dimension, without the cost of a select op.
+template <typename T>
+T* step_ptr(const torch::Tensor& tensor, int64_t t) {
+  return tensor.data_ptr<T>() + t * tensor.stride(0);
+}
+
+// Rows [first, first + count) of step t of a [steps, B, width] buffer (or of a [steps * B, width]
+// one), as a tensor for the matrix products; from_blob skips the dispatcher's select and narrow.
+torch::Tensor step_rows(const torch::Tensor& buffer, int64_t t, int64_t batch, int64_t first, int64_t count) {
+  const int64_t width = buffer.size(buffer.dim() - 1);
+  auto* base = static_cast<char*>(buffer.data_ptr()) + (t * batch + first) * width * buffer.element_size();
+  return torch::from_blob(base, {count, width}, buffer.options());
+}
+
+// Runs body(first, count) over contiguous blocks of batch rows, one block per intra-op thread. The
+// rows of a recurrence are independent, so each thread runs the whole time loop for its rows with
+// no synchronisation per step. The tensors a body touches must not require grad (the worker
+// threads' grad mode is their own), hence the detached weights below.
+template <typename Body>
+void for_row_blocks(int64_t batch, const Body& body) {
+  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), batch / 8));
+  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t first = batch * k / blocks;
+      body(first, batch * (k + 1) / blocks - first);
+    }
+  });
+}
+
 torch::Tensor to_lengths(const torch::Tensor& lengths) { return lengths.to(torch::kCPU, torch::kLong).contiguous(); }
 
 // ---- the encoder GRU ----------------------------------------------------------------------------
@@ -188,26 +235,29 @@ struct GruSequenceFunction : torch::autograd::Function<GruSequenceFunction> {
     torch::Tensor states = torch::zeros({S + 1, B, H}, x.options());             // h_0 .. h_S
     torch::Tensor saved = torch::empty({S, B, 4 * H}, x.options());
     torch::Tensor outputs = torch::zeros({S, B, H}, x.options());
-    torch::Tensor gh = torch::empty({B, 3 * H}, x.options());
     torch::Tensor active = torch::empty({S, B}, torch::kBool);
     const auto* len = lengths.data_ptr<int64_t>();
     for (int64_t t = 0; t < S; ++t) {
-      bool* act = active[t].data_ptr<bool>();
+      bool* act = step_ptr<bool>(active, t);
       for (int64_t b = 0; b < B; ++b) act[b] = t < len[b];
     }
+    const torch::Tensor w_hh_t = w_hh.detach().t(), bias_hh = b_hh.detach();
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_gru_sequence", [&] {
-      for (int64_t t = 0; t < S; ++t) {
-        torch::addmm_out(gh, b_hh, states[t], w_hh.t());
-        gru_cell_forward(gi.data_ptr<scalar_t>() + t * B * 3 * H, gh.data_ptr<scalar_t>(),
-                         states[t].data_ptr<scalar_t>(), states[t + 1].data_ptr<scalar_t>(),
-                         saved[t].data_ptr<scalar_t>(), active[t].data_ptr<bool>(), B, H);
-        const scalar_t* h = states[t + 1].data_ptr<scalar_t>();
-        scalar_t* out = outputs[t].data_ptr<scalar_t>();
-        const bool* act = active[t].data_ptr<bool>();
-        for (int64_t b = 0; b < B; ++b) {
-          if (act[b]) std::memcpy(out + b * H, h + b * H, sizeof(scalar_t) * H);
+      for_row_blocks(B, [&](int64_t first, int64_t rows) {
+        torch::Tensor gh = torch::empty({rows, 3 * H}, x.options());
+        for (int64_t t = 0; t < S; ++t) {
+          torch::addmm_out(gh, bias_hh, step_rows(states, t, B, first, rows), w_hh_t);
+          const bool* act = step_ptr<bool>(active, t) + first;
+          scalar_t* h = step_ptr<scalar_t>(states, t + 1) + first * H;
+          gates_forward(step_ptr<scalar_t>(gi, t * B) + first * 3 * H, gh.data_ptr<scalar_t>(),
+                        step_ptr<scalar_t>(states, t) + first * H, h, step_ptr<scalar_t>(saved, t) + first * 4 * H,
+                        act, rows, H);
+          scalar_t* out = step_ptr<scalar_t>(outputs, t) + first * H;
+          for (int64_t b = 0; b < rows; ++b) {
+            if (act[b]) std::memcpy(out + b * H, h + b * H, sizeof(scalar_t) * H);
+          }
         }
-      }
+      });
     });
     ctx->saved_data["x"] = x;
     ctx->saved_data["states"] = states;
@@ -228,26 +278,30 @@ struct GruSequenceFunction : torch::autograd::Function<GruSequenceFunction> {
     const int64_t S = x.size(0), B = x.size(1), I = x.size(2), H = w_hh.size(1);
     const torch::Tensor d_outputs = grads[0].defined() ? grads[0].transpose(0, 1).contiguous()
                                                        : torch::zeros({S, B, H}, x.options());
-    torch::Tensor dh = grads[1].defined() ? grads[1].clone().contiguous() : torch::zeros({B, H}, x.options());
-    torch::Tensor dh_step = torch::empty({B, H}, x.options());
+    const torch::Tensor d_last = grads[1].defined() ? grads[1].contiguous() : torch::zeros({B, H}, x.options());
     torch::Tensor dgi = torch::empty({S, B, 3 * H}, x.options());
     torch::Tensor dgh = torch::empty({S, B, 3 * H}, x.options());
+    const torch::Tensor w_hh_d = w_hh.detach();
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_gru_sequence_backward", [&] {
-      for (int64_t t = S - 1; t >= 0; --t) {
-        // The output of step t is h_t where active, a constant zero elsewhere.
-        const bool* act = active[t].data_ptr<bool>();
-        scalar_t* g = dh.data_ptr<scalar_t>();
-        const scalar_t* go = d_outputs[t].data_ptr<scalar_t>();
-        for (int64_t b = 0; b < B; ++b) {
-          if (!act[b]) continue;
-          for (int64_t i = 0; i < H; ++i) g[b * H + i] += go[b * H + i];
+      for_row_blocks(B, [&](int64_t first, int64_t rows) {
+        torch::Tensor dh = d_last.narrow(0, first, rows).clone();  // gradient of h_{t+1}
+        torch::Tensor dh_step = torch::empty({rows, H}, x.options());
+        for (int64_t t = S - 1; t >= 0; --t) {
+          // The output of step t is h_t where active, a constant zero elsewhere.
+          const bool* act = step_ptr<bool>(active, t) + first;
+          scalar_t* g = dh.data_ptr<scalar_t>();
+          const scalar_t* go = step_ptr<scalar_t>(d_outputs, t) + first * H;
+          for (int64_t b = 0; b < rows; ++b) {
+            if (!act[b]) continue;
+            for (int64_t i = 0; i < H; ++i) g[b * H + i] += go[b * H + i];
+          }
+          gates_backward(g, step_ptr<scalar_t>(saved, t) + first * 4 * H, step_ptr<scalar_t>(states, t) + first * H,
+                         step_ptr<scalar_t>(dgi, t) + first * 3 * H, step_ptr<scalar_t>(dgh, t) + first * 3 * H,
+                         dh_step.data_ptr<scalar_t>(), act, rows, H);
+          dh_step.addmm_(step_rows(dgh, t, B, first, rows), w_hh_d);
+          std::swap(dh, dh_step);
         }
-        gru_cell_backward(g, saved[t].data_ptr<scalar_t>(), states[t].data_ptr<scalar_t>(),
-                          dgi[t].data_ptr<scalar_t>(), dgh[t].data_ptr<scalar_t>(), dh_step.data_ptr<scalar_t>(),
-                          act, B, H);
-        dh_step.addmm_(dgh[t], w_hh);
-        std::swap(dh, dh_step);
-      }
+      });
     });
     const torch::Tensor dgi_flat = dgi.view({S * B, 3 * H});
     const torch::Tensor dgh_flat = dgh.view({S * B, 3 * H});
@@ -281,23 +335,29 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     torch::Tensor saved = torch::empty({T, B, 4 * H}, emb.options());
     torch::Tensor weights = torch::empty({T, B, S}, emb.options());
     torch::Tensor ch = torch::empty({T, B, 2 * H}, emb.options());                        // [c_t; h_t]
-    torch::Tensor gi = torch::empty({B, 3 * H}, emb.options());
-    torch::Tensor gh = torch::empty({B, 3 * H}, emb.options());
     states[0].copy_(h0);
     attentional[0].zero_();
+    const torch::Tensor w_feed_t = w_feed.detach().t(), w_hh_t = w_hh.detach().t();
+    const torch::Tensor wc_t = wc_weight.detach().t(), bias_hh = b_hh.detach(), bias_c = wc_bias.detach();
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced", [&] {
-      for (int64_t t = 0; t < T; ++t) {
-        torch::addmm_out(gi, ge.narrow(0, t * B, B), attentional[t], w_feed.t());
-        torch::addmm_out(gh, b_hh, states[t], w_hh.t());
-        gru_cell_forward(gi.data_ptr<scalar_t>(), gh.data_ptr<scalar_t>(), states[t].data_ptr<scalar_t>(),
-                         states[t + 1].data_ptr<scalar_t>(), saved[t].data_ptr<scalar_t>(), nullptr, B, H);
-        attention_forward(states[t + 1].data_ptr<scalar_t>(), keys.data_ptr<scalar_t>(),
-                          values.data_ptr<scalar_t>(), lengths.data_ptr<int64_t>(), static_cast<scalar_t>(scale),
-                          weights[t].data_ptr<scalar_t>(), ch[t].data_ptr<scalar_t>(), B, S, H);
-        torch::Tensor next = attentional[t + 1];
-        torch::addmm_out(next, wc_bias, ch[t], wc_weight.t());
-        next.tanh_();
-      }
+      for_row_blocks(B, [&](int64_t first, int64_t rows) {
+        torch::Tensor gi = torch::empty({rows, 3 * H}, emb.options());
+        torch::Tensor gh = torch::empty({rows, 3 * H}, emb.options());
+        for (int64_t t = 0; t < T; ++t) {
+          torch::addmm_out(gi, step_rows(ge, t, B, first, rows), step_rows(attentional, t, B, first, rows), w_feed_t);
+          torch::addmm_out(gh, bias_hh, step_rows(states, t, B, first, rows), w_hh_t);
+          scalar_t* h = step_ptr<scalar_t>(states, t + 1) + first * H;
+          gates_forward(gi.data_ptr<scalar_t>(), gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states, t) + first * H, h,
+                        step_ptr<scalar_t>(saved, t) + first * 4 * H, nullptr, rows, H);
+          attention_forward(h, keys.data_ptr<scalar_t>() + first * S * H, values.data_ptr<scalar_t>() + first * S * H,
+                            lengths.data_ptr<int64_t>() + first, static_cast<scalar_t>(scale),
+                            step_ptr<scalar_t>(weights, t) + first * S, step_ptr<scalar_t>(ch, t) + first * 2 * H,
+                            rows, S, H);
+          torch::Tensor next = step_rows(attentional, t + 1, B, first, rows);
+          torch::addmm_out(next, bias_c, step_rows(ch, t, B, first, rows), wc_t);
+          next.tanh_();
+        }
+      });
     });
     ctx->saved_data["emb"] = emb;
     ctx->saved_data["states"] = states;
@@ -332,33 +392,42 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const int64_t T = emb.size(0), B = emb.size(1), E = emb.size(2), S = keys.size(1), H = w_hh.size(1);
     const torch::Tensor w_embed = w_ih.narrow(1, 0, E), w_feed = w_ih.narrow(1, E, H);
     const torch::Tensor d_features = grads[0].transpose(0, 1).contiguous();  // [T, B, H]
-    torch::Tensor d_attentional = torch::zeros({B, H}, emb.options());      // from step t+1's input
-    torch::Tensor dh = torch::zeros({B, H}, emb.options());                 // from step t+1's GRU
-    torch::Tensor dh_step = torch::empty({B, H}, emb.options());
     torch::Tensor dpre = torch::empty({T, B, H}, emb.options());
-    torch::Tensor dch = torch::empty({B, 2 * H}, emb.options());
     torch::Tensor dgi = torch::empty({T, B, 3 * H}, emb.options());
     torch::Tensor dgh = torch::empty({T, B, 3 * H}, emb.options());
     torch::Tensor dkeys = torch::zeros_like(keys), dvalues = torch::zeros_like(values);
+    torch::Tensor dh0 = torch::empty({B, H}, emb.options());
+    const torch::Tensor w_feed_d = w_feed.detach(), w_hh_d = w_hh.detach(), wc_d = wc_weight.detach();
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
       const auto s = static_cast<scalar_t>(scale);
-      for (int64_t t = T - 1; t >= 0; --t) {
-        d_attentional.add_(d_features[t]);
-        tanh_backward(d_attentional.data_ptr<scalar_t>(), attentional[t + 1].data_ptr<scalar_t>(),
-                      dpre[t].data_ptr<scalar_t>(), B * H);
-        torch::mm_out(dch, dpre[t], wc_weight);
-        // dh_step: the query's and Wc's paths to h_t; then the next step's GRU path.
-        attention_backward(dch.data_ptr<scalar_t>(), states[t + 1].data_ptr<scalar_t>(), keys.data_ptr<scalar_t>(),
-                           values.data_ptr<scalar_t>(), lengths.data_ptr<int64_t>(), s,
-                           weights[t].data_ptr<scalar_t>(), dh_step.data_ptr<scalar_t>(),
-                           dkeys.data_ptr<scalar_t>(), dvalues.data_ptr<scalar_t>(), B, S, H);
-        dh_step.add_(dh);
-        gru_cell_backward(dh_step.data_ptr<scalar_t>(), saved[t].data_ptr<scalar_t>(), states[t].data_ptr<scalar_t>(),
-                          dgi[t].data_ptr<scalar_t>(), dgh[t].data_ptr<scalar_t>(), dh.data_ptr<scalar_t>(), nullptr,
-                          B, H);
-        dh.addmm_(dgh[t], w_hh);
-        torch::mm_out(d_attentional, dgi[t], w_feed);
-      }
+      for_row_blocks(B, [&](int64_t first, int64_t rows) {
+        torch::Tensor d_attentional = torch::zeros({rows, H}, emb.options());  // from step t+1's input
+        torch::Tensor dh = dh0.narrow(0, first, rows).zero_();                  // from step t+1's GRU
+        torch::Tensor dh_step = torch::empty({rows, H}, emb.options());
+        torch::Tensor dch = torch::empty({rows, 2 * H}, emb.options());
+        scalar_t* d_att = d_attentional.data_ptr<scalar_t>();
+        for (int64_t t = T - 1; t >= 0; --t) {
+          const scalar_t* d_feat = step_ptr<scalar_t>(d_features, t) + first * H;
+          for (int64_t i = 0; i < rows * H; ++i) d_att[i] += d_feat[i];
+          tanh_backward(d_att, step_ptr<scalar_t>(attentional, t + 1) + first * H,
+                        step_ptr<scalar_t>(dpre, t) + first * H, rows * H);
+          torch::mm_out(dch, step_rows(dpre, t, B, first, rows), wc_d);
+          // dh_step: the query's and Wc's paths to h_t; then the next step's GRU path.
+          attention_backward(dch.data_ptr<scalar_t>(), step_ptr<scalar_t>(states, t + 1) + first * H,
+                             keys.data_ptr<scalar_t>() + first * S * H, values.data_ptr<scalar_t>() + first * S * H,
+                             lengths.data_ptr<int64_t>() + first, s, step_ptr<scalar_t>(weights, t) + first * S,
+                             dh_step.data_ptr<scalar_t>(), dkeys.data_ptr<scalar_t>() + first * S * H,
+                             dvalues.data_ptr<scalar_t>() + first * S * H, rows, S, H);
+          scalar_t* step_grad = dh_step.data_ptr<scalar_t>();
+          const scalar_t* carried = dh.data_ptr<scalar_t>();
+          for (int64_t i = 0; i < rows * H; ++i) step_grad[i] += carried[i];
+          gates_backward(step_grad, step_ptr<scalar_t>(saved, t) + first * 4 * H,
+                         step_ptr<scalar_t>(states, t) + first * H, step_ptr<scalar_t>(dgi, t) + first * 3 * H,
+                         step_ptr<scalar_t>(dgh, t) + first * 3 * H, dh.data_ptr<scalar_t>(), nullptr, rows, H);
+          dh.addmm_(step_rows(dgh, t, B, first, rows), w_hh_d);
+          torch::mm_out(d_attentional, step_rows(dgi, t, B, first, rows), w_feed_d);
+        }
+      });
     });
     const torch::Tensor dgi_flat = dgi.view({T * B, 3 * H});
     const torch::Tensor dgh_flat = dgh.view({T * B, 3 * H});
@@ -369,7 +438,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
                                            1);
     const torch::Tensor dw_hh = dgh_flat.t().mm(states.narrow(0, 0, T).reshape({T * B, H}));
     const torch::Tensor dwc = dpre_flat.t().mm(ch.view({T * B, 2 * H}));
-    return {d_embedded,        dh,           dkeys,             dvalues,       torch::Tensor(),   dw_ih,
+    return {d_embedded,        dh0,          dkeys,             dvalues,       torch::Tensor(),   dw_ih,
             dw_hh,             dgi_flat.sum(0), dgh_flat.sum(0), dwc,           dpre_flat.sum(0), torch::Tensor()};
   }
 };
