@@ -367,19 +367,6 @@ void adam_range(double* p, const double* gr, double* m, double* v, std::size_t b
 
 }  // namespace
 
-void adam_update(ClozeParameters& params, const ClozeParameters& grads, std::vector<double>& m, std::vector<double>& v,
-                 int step, double grad_scale, const AdamOptions& o, int threads) {
-  const double correction1 = 1.0 - std::pow(o.beta1, step);
-  const double correction2 = 1.0 - std::pow(o.beta2, step);
-  const std::size_t size = params.data.size();
-  constexpr int kPieces = 4;  // element-wise, so any split gives the same result
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int piece = 0; piece < kPieces; ++piece) {
-    adam_range(params.data.data(), grads.data.data(), m.data(), v.data(), size * piece / kPieces,
-               size * (piece + 1) / kPieces, correction1, correction2, grad_scale, o);
-  }
-}
-
 ClozeBatch::ClozeBatch(const ClozeDims& dims, const std::vector<std::vector<int>>& sentences)
     : dims_(dims), chunk_grads_(kChunks, ClozeParameters(dims)) {
   sentence_begin_.push_back(0);

@@ -112,10 +112,6 @@ struct AdamOptions {
   double eps = 1e-8;
 };
 
-/// Adam over the flat buffers, with the seed's bias correction; `step` counts from 1.
-void adam_update(ClozeParameters& params, const ClozeParameters& grads, std::vector<double>& m, std::vector<double>& v,
-                 int step, double grad_scale, const AdamOptions& options, int threads = 1);
-
 /// The whole corpus as one batch of T tokens: the row-wise layers (embedding, projections, readout,
 /// loss) run on [T, ...] matrices split into kChunks fixed row blocks, the attention layers per
 /// sentence. Row blocks and sentences are shared among threads; weight gradients are summed per
