@@ -24,10 +24,16 @@ echo "greedy translations identical to Python's: $same of $(wc -l < "$work/test.
 timed() { local t0 t1; t0=$(date +%s.%N); "$@" > /dev/null; t1=$(date +%s.%N); echo "$t1 - $t0" | bc; }
 OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/reference_greedy.py "$run" "$threads" < "$work/src" > /dev/null 2> "$work/py.log"
 py=$(sed -nE 's/.* ([0-9]+) sentences\/s/\1/p' "$work/py.log")
-# Whole processes for luong, start-up and model loading included.
-greedy=$(timed "$luong" translate --model "$run" --threads "$threads" < "$work/src")
-beam=$(timed "$luong" translate --model "$run" --threads "$threads" --beam 5 < "$work/src")
-printf 'python greedy : %6d sentences/s (decoding loop only)\n' "$py"
-printf 'luong greedy  : %6.0f sentences/s (whole process, %d sentences)\n' "$(echo "$n / $greedy" | bc -l)" "$n"
-printf 'luong beam 5  : %6.0f sentences/s (whole process)\n' "$(echo "$n / $beam" | bc -l)"
-printf 'greedy speed-up: %.1fx\n' "$(echo "$n / $greedy / $py" | bc -l)"
+# luong twice: its own --stats line times the translation as Python's loop is timed (tokenising,
+# search, detokenising; after loading), and the wall clock of the whole process adds start-up
+# (loading LibTorch, about a second with Debian's build) and model loading.
+stats() { sed -nE 's/.* ([0-9]+) sentences\/s.*/\1/p' "$1"; }
+greedy=$(timed "$luong" translate --model "$run" --threads "$threads" --stats < "$work/src" 2> "$work/greedy.log")
+beam=$(timed "$luong" translate --model "$run" --threads "$threads" --beam 5 --stats < "$work/src" 2> "$work/beam.log")
+printf 'python greedy : %6d sentences/s (decoding loop)\n' "$py"
+printf 'luong greedy  : %6d sentences/s (decoding loop), %6.0f (whole process, %d sentences)\n' \
+  "$(stats "$work/greedy.log")" "$(echo "$n / $greedy" | bc -l)" "$n"
+printf 'luong beam 5  : %6d sentences/s (decoding loop), %6.0f (whole process)\n' \
+  "$(stats "$work/beam.log")" "$(echo "$n / $beam" | bc -l)"
+printf 'greedy speed-up: %.1fx (decoding loops), %.1fx (luong whole process)\n' \
+  "$(echo "$(stats "$work/greedy.log") / $py" | bc -l)" "$(echo "$n / $greedy / $py" | bc -l)"

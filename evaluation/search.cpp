@@ -1,9 +1,12 @@
 #include "luong/evaluation/search.h"
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <cmath>
 
 #include "luong/data_pipeline/vocabulary.h"
+#include "luong/models/row_exponentials.h"
 #include "luong/util/error.h"
 
 namespace luong::evaluation {
@@ -20,44 +23,82 @@ std::vector<float> row_of(const torch::Tensor& weights, int64_t row, int64_t len
   return std::vector<float>(r.data_ptr<float>(), r.data_ptr<float>() + r.numel());
 }
 
+// Each row's most likely token [B] int64 and its log-probability [B], from logits [B, V]. On the CPU
+// one pass per row (models/row_exponentials.h); LibTorch's log_softmax followed by max(1) costs
+// more than the vocabulary projection itself at the notebook's sizes.
+std::pair<torch::Tensor, torch::Tensor> most_likely(torch::Tensor logits) {
+  if (!logits.device().is_cpu() || !(logits.scalar_type() == torch::kFloat || logits.scalar_type() == torch::kDouble)) {
+    const auto [best, index] = torch::log_softmax(logits, 1).max(1);
+    return {index, best};
+  }
+  logits = logits.contiguous();  // overwritten with exponentials: the caller keeps no reference
+  const int64_t rows = logits.size(0), vocab = logits.size(1);
+  torch::Tensor index = torch::empty({rows}, logits.options().dtype(torch::kLong));
+  torch::Tensor maxima = torch::empty({rows}, logits.options());
+  torch::Tensor sums = torch::empty({rows}, logits.options());
+  AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "most_likely", [&] {
+    scalar_t* x = logits.data_ptr<scalar_t>();
+    at::parallel_for(0, rows, 8, [&](int64_t begin, int64_t end) {
+      models::exponentiate_rows(x + begin * vocab, end - begin, vocab, vocab, maxima.data_ptr<scalar_t>() + begin,
+                                sums.data_ptr<scalar_t>() + begin, index.data_ptr<int64_t>() + begin);
+    });
+  });
+  return {index, sums.log().neg_()};  // log softmax at the maximum: -log sum_j exp(x_j - max)
+}
+
+// Rows leave the batch as soon as they produce <eos>: the vocabulary projection, the largest
+// product of a step, then runs only over the sentences still being translated.
 std::vector<Hypothesis> greedy(models::Seq2SeqImpl& model, const torch::Tensor& src, const torch::Tensor& lengths,
                                const SearchOptions& options) {
   const int64_t batch = src.size(0);
-  const auto cpu_lengths = lengths.to(torch::kCPU, torch::kLong);
+  const torch::Tensor cpu_lengths = lengths.to(torch::kCPU, torch::kLong).contiguous();
   models::EncodedSource encoded = model.encode(src, lengths);
   models::DecoderState state = encoded.state;
+  models::AttentionMemory memory = encoded.memory;
   torch::Tensor previous = torch::full({batch}, Vocabulary::kSos, torch::TensorOptions().dtype(torch::kLong).device(src.device()));
   std::vector<Hypothesis> out(static_cast<std::size_t>(batch));
-  std::vector<bool> done(static_cast<std::size_t>(batch), false);
-  int64_t remaining = batch;
-  for (int64_t t = 0; t < options.max_len && remaining > 0; ++t) {
-    models::DecoderStep step = model.decoder->step(previous, state, encoded.memory, t);
-    const torch::Tensor log_probs = torch::log_softmax(model.decoder->project(step.features), 1);
-    const auto [best, index] = log_probs.max(1);
-    const torch::Tensor best_cpu = best.to(torch::kCPU, torch::kDouble);
-    const torch::Tensor index_cpu = index.to(torch::kCPU);
+  std::vector<int64_t> rows(static_cast<std::size_t>(batch));  // the batch row of each active row
+  for (int64_t b = 0; b < batch; ++b) rows[static_cast<std::size_t>(b)] = b;
+  for (int64_t t = 0; t < options.max_len && !rows.empty(); ++t) {
+    models::DecoderStep step = model.decoder->step(previous, state, memory, t);
+    const auto [index, best] = most_likely(model.decoder->project(step.features));
+    const torch::Tensor best_cpu = best.to(torch::kCPU, torch::kDouble).contiguous();
+    const torch::Tensor index_cpu = index.to(torch::kCPU).contiguous();
+    const double* best_values = best_cpu.data_ptr<double>();
+    const int64_t* tokens = index_cpu.data_ptr<int64_t>();
     const torch::Tensor weights_cpu = options.keep_attention ? step.weights.to(torch::kCPU, torch::kFloat) : torch::Tensor();
     const torch::Tensor positions_cpu =
-        options.keep_attention && step.positions.defined() ? step.positions.to(torch::kCPU, torch::kFloat) : torch::Tensor();
-    for (int64_t b = 0; b < batch; ++b) {
-      if (done[static_cast<std::size_t>(b)]) continue;
+        options.keep_attention && step.positions.defined() ? step.positions.to(torch::kCPU, torch::kFloat).contiguous() : torch::Tensor();
+    std::vector<int64_t> still_active;  // indices into `rows`
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const int64_t b = rows[i];
+      const auto row = static_cast<int64_t>(i);
       Hypothesis& h = out[static_cast<std::size_t>(b)];
-      const int64_t token = index_cpu[b].item<int64_t>();
-      h.log_prob += best_cpu[b].item<double>();
+      h.log_prob += best_values[i];
       if (options.keep_attention) {
-        h.attention.push_back(row_of(weights_cpu, b, cpu_lengths[b].item<int64_t>()));
-        if (positions_cpu.defined()) h.positions.push_back(positions_cpu[b].item<float>());
+        h.attention.push_back(row_of(weights_cpu, row, cpu_lengths.data_ptr<int64_t>()[b]));
+        if (positions_cpu.defined()) h.positions.push_back(positions_cpu.data_ptr<float>()[i]);
       }
-      if (token == Vocabulary::kEos) {
+      if (tokens[i] == Vocabulary::kEos) {
         h.finished = true;
-        done[static_cast<std::size_t>(b)] = true;
-        --remaining;
       } else {
-        h.tokens.push_back(token);
+        h.tokens.push_back(tokens[i]);
+        still_active.push_back(row);
       }
     }
-    previous = index;
-    state = std::move(step.state);
+    if (still_active.size() == rows.size()) {
+      previous = index;
+      state = std::move(step.state);
+      continue;
+    }
+    if (still_active.empty()) break;
+    const torch::Tensor keep = torch::tensor(still_active, torch::kLong).to(src.device());
+    previous = index.index_select(0, keep);
+    state = step.state.index_select(keep);
+    memory = memory.index_select(keep);
+    std::vector<int64_t> next_rows;
+    for (const int64_t i : still_active) next_rows.push_back(rows[static_cast<std::size_t>(i)]);
+    rows = std::move(next_rows);
   }
   for (auto& h : out) h.score = normalised(h.log_prob, h.tokens.size() + (h.finished ? 1 : 0), options.alpha);
   return out;

@@ -1,5 +1,7 @@
 #include "luong/evaluation/translator.h"
 
+#include <algorithm>
+
 #include "luong/data_pipeline/batching.h"
 #include "luong/data_pipeline/dataset.h"
 
@@ -19,14 +21,20 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& s
     encoded.push_back({data::encode_source(tokens, *trained_.source_vocab), {}, i + 1});
     pending.push_back(i);
   }
-  for (std::size_t begin = 0; begin < encoded.size(); begin += static_cast<std::size_t>(batch_size)) {
-    const std::size_t end = std::min(encoded.size(), begin + static_cast<std::size_t>(batch_size));
+  // Batches of similar source lengths: less padding in the encoder and attention, and output
+  // lengths that end close together.
+  std::vector<std::size_t> order(encoded.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return encoded[a].source.size() < encoded[b].source.size(); });
+  for (std::size_t begin = 0; begin < order.size(); begin += static_cast<std::size_t>(batch_size)) {
+    const std::size_t end = std::min(order.size(), begin + static_cast<std::size_t>(batch_size));
     std::vector<const data::EncodedPair*> rows;
-    for (std::size_t k = begin; k < end; ++k) rows.push_back(&encoded[k]);
+    for (std::size_t k = begin; k < end; ++k) rows.push_back(&encoded[order[k]]);
     const data::Batch batch = data::make_batch(rows).to(trained_.device);
     std::vector<Hypothesis> hypotheses = evaluation::translate(*trained_.model, batch.src, batch.src_lengths, options);
     for (std::size_t k = begin; k < end; ++k) {
-      Translation& t = out[pending[k]];
+      Translation& t = out[pending[order[k]]];
       t.hypothesis = std::move(hypotheses[k - begin]);
       t.target_tokens = trained_.target_vocab->decode(t.hypothesis.tokens);
       t.text = trained_.target_tokenizer->decode(t.target_tokens);

@@ -2,6 +2,8 @@
 
 #include <ATen/Parallel.h>
 
+#include "luong/models/row_exponentials.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -61,9 +63,12 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
           if (tgt[n] >= slice.begin && tgt[n] < slice.end) out[n] = l[n * width + tgt[n] - slice.begin];
         }
       });
-      maxima[s] = std::get<0>(logits.max(1));
-      logits.sub_(maxima[s].unsqueeze(1)).exp_();
-      sums[s] = logits.sum(1);
+      maxima[s] = torch::empty({N}, logits.options());
+      sums[s] = torch::empty({N}, logits.options());
+      AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "linear_cross_entropy_exp", [&] {
+        exponentiate_rows(logits.data_ptr<scalar_t>(), N, slice.end - slice.begin, slice.end - slice.begin,
+                          maxima[s].data_ptr<scalar_t>(), sums[s].data_ptr<scalar_t>(), nullptr);
+      });
       probs[s] = logits;
     });
     // Combine the slices' statistics: log sum exp = M + log sum_s sums_s exp(maxima_s - M).

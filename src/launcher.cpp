@@ -28,7 +28,7 @@ void* module_symbol(const char* symbol) {
         tried += " " + path;
         continue;
       }
-      handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      handle = ::dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
       if (handle != nullptr) return;
       tried += " " + path + " (" + ::dlerror() + ")";
     }

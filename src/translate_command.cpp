@@ -1,3 +1,5 @@
+#include <chrono>
+#include <cstdio>
 #include <iostream>
 #include <string>
 
@@ -16,7 +18,8 @@ int translate_command(int argc, char** argv) {
       ("beam", "beam width (1 = greedy)", cxxopts::value<int>()->default_value("1"))
       ("alpha", "length normalisation: score / length^alpha", cxxopts::value<double>()->default_value("0.6"))
       ("max-len", "most target tokens per sentence", cxxopts::value<int>()->default_value("50"))
-      ("batch", "sentences translated together", cxxopts::value<int>()->default_value("64"));
+      ("batch", "sentences translated together", cxxopts::value<int>()->default_value("64"))
+      ("stats", "print the sentences per second of the translation itself (after loading) on stderr");
   add_runtime_options(options);
   cxxopts::ParseResult result;
   if (!parse_or_help(options, argc, argv, result)) return 0;
@@ -32,21 +35,32 @@ int translate_command(int argc, char** argv) {
   evaluation::Translator translator(trained);
 
   // Lines are read in chunks so that memory stays bounded however long the input is; every input
-  // line gives exactly one output line.
+  // line gives exactly one output line. A chunk holds 16 batches, which the translator groups by
+  // source length.
   std::ios::sync_with_stdio(false);
   std::vector<std::string> chunk;
   std::string line;
+  std::size_t sentences = 0;
+  double seconds = 0;
   const auto flush = [&] {
-    for (const auto& t : translator.translate(chunk, search, batch)) std::cout << t.text << '\n';
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<evaluation::Translation> translations = translator.translate(chunk, search, batch);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    sentences += chunk.size();
+    for (const auto& t : translations) std::cout << t.text << '\n';
     std::cout.flush();
     chunk.clear();
   };
   while (std::getline(std::cin, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     chunk.push_back(data::sanitize_utf8(line));
-    if (static_cast<int>(chunk.size()) >= batch * 4) flush();
+    if (static_cast<int>(chunk.size()) >= batch * 16) flush();
   }
   flush();
+  if (result.count("stats")) {
+    std::fprintf(stderr, "luong translate: %zu sentences in %.3f s, %.0f sentences/s (tokenising, search, detokenising)\n",
+                 sentences, seconds, seconds > 0 ? static_cast<double>(sentences) / seconds : 0.0);
+  }
   return 0;
 }
 

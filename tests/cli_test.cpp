@@ -113,6 +113,18 @@ TEST(CliTest, TrainEvaluateTranslateTrace) {
   EXPECT_EQ(std::count(translate.out.begin(), translate.out.end(), '\n'), 5) << translate.out;
   const CommandResult beam = run("translate --threads 1 --beam 4 --model " + dir, "twelve\n");
   EXPECT_EQ(beam.status, 0) << beam.out;
+  // The translator batches sentences by length; the output keeps the input order, and each
+  // translation is the one the sentence gets alone.
+  const std::vector<std::string> lines = {"three hundred forty-two", "seven", "one thousand two hundred five",
+                                          "nineteen", "five hundred", "two"};
+  std::string all, one_by_one;
+  for (const auto& line : lines) {
+    all += line + "\n";
+    one_by_one += run("translate --threads 1 --model " + dir, line + "\n").out;
+  }
+  EXPECT_EQ(run("translate --threads 1 --batch 2 --model " + dir, all).out, one_by_one);
+  const CommandResult stats = run("translate --threads 1 --stats --model " + dir, all);
+  EXPECT_NE(stats.out.find("luong translate: 6 sentences in "), std::string::npos) << stats.out;
 
   const std::string png = dir + "/trace.png";
   const std::string csv = dir + "/trace.csv";

@@ -35,16 +35,34 @@ LUONG_KERNEL void embedding_backward_impl(double* dE, const double* dX, const in
 // reduction runs, instead of being loaded and stored once per term. Every output is summed in
 // ascending order of the reduction index, like numpy's naive order (GCC may fuse multiply-adds).
 constexpr int kBlock = 8;
-// Eight doubles as one GCC vector: one zmm register in the AVX-512 clone, two ymm with AVX2, four
-// xmm with SSE2, so the blocks below vectorise the same way in every clone.
-typedef double Block __attribute__((vector_size(kBlock * sizeof(double))));
+// Eight doubles as two 32-byte GCC vectors: one ymm each with AVX2, a zmm half with AVX-512, two
+// xmm with SSE2. (A single 64-byte vector type is native only with AVX-512; elsewhere GCC lowers it
+// through memory, 20x slower.) Every lane is computed on its own, so the results do not depend on
+// which clone runs.
+typedef double Half __attribute__((vector_size(kBlock / 2 * sizeof(double))));
+struct Block {
+  Half lo, hi;
+  double operator[](int i) const { return i < kBlock / 2 ? lo[i] : hi[i - kBlock / 2]; }
+};
+inline Block operator*(double x, const Block& b) { return {x * b.lo, x * b.hi}; }
+inline Block operator*(const Block& a, const Block& b) { return {a.lo * b.lo, a.hi * b.hi}; }
+inline Block& operator+=(Block& a, const Block& b) {
+  a.lo += b.lo;
+  a.hi += b.hi;
+  return a;
+}
+inline Block lane_max(const Block& a, const Block& b) { return {a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi}; }
 
 inline Block load_block(const double* p) {
   Block b;
-  std::memcpy(&b, p, sizeof b);
+  std::memcpy(&b.lo, p, sizeof b.lo);
+  std::memcpy(&b.hi, p + kBlock / 2, sizeof b.hi);
   return b;
 }
-inline void store_block(double* p, const Block& b) { std::memcpy(p, &b, sizeof b); }
+inline void store_block(double* p, const Block& b) {
+  std::memcpy(p, &b.lo, sizeof b.lo);
+  std::memcpy(p + kBlock / 2, &b.hi, sizeof b.hi);
+}
 inline double horizontal_sum(const Block& b) {
   double sum = 0.0;
   for (int i = 0; i < kBlock; ++i) sum += b[i];
@@ -77,10 +95,24 @@ LUONG_KERNEL void matmul_forward_impl(double* out, const double* a, const double
       for (int kk = 0; kk < k; ++kk) acc += arow[kk] * load_block(b + kk * m + j0);
       store_block(orow + j0, acc);
     }
-    for (int j = j0; j < m; ++j) {
+  }
+  // The columns past the last block (2 of the vocabulary's 98), eight rows at a time: one row's
+  // column alone is a chain of k dependent multiply-adds; eight are independent chains.
+  const int j_rest = m - m % kBlock;
+  for (int j = j_rest; j < m; ++j) {
+    int i0 = 0;
+    for (; i0 + kBlock <= n; i0 += kBlock) {
+      double acc[kBlock] = {};
+      for (int kk = 0; kk < k; ++kk) {
+        const double x = b[kk * m + j];
+        for (int r = 0; r < kBlock; ++r) acc[r] += a[(i0 + r) * k + kk] * x;
+      }
+      for (int r = 0; r < kBlock; ++r) out[(i0 + r) * m + j] = acc[r];
+    }
+    for (int i = i0; i < n; ++i) {
       double acc = 0.0;
-      for (int kk = 0; kk < k; ++kk) acc += arow[kk] * b[kk * m + j];
-      orow[j] = acc;
+      for (int kk = 0; kk < k; ++kk) acc += a[i * k + kk] * b[kk * m + j];
+      out[i * m + j] = acc;
     }
   }
 }
@@ -144,10 +176,24 @@ LUONG_KERNEL void matmul_backward_impl(double* da, double* db, const double* dou
         for (int i = 0; i < n; ++i) acc += a[i * k + kk] * load_block(dout + i * m + j0);
         store_block(row + j0, acc);
       }
-      for (int j = j0; j < m; ++j) {
-        double acc = row[j];
+    }
+    // The columns past the last block, eight rows of db at a time (independent chains, as above).
+    const int j_rest = m - m % kBlock;
+    for (int j = j_rest; j < m; ++j) {
+      int k0 = 0;
+      for (; k0 + kBlock <= k; k0 += kBlock) {
+        double acc[kBlock];
+        for (int r = 0; r < kBlock; ++r) acc[r] = db[(k0 + r) * m + j];
+        for (int i = 0; i < n; ++i) {
+          const double g = dout[i * m + j];
+          for (int r = 0; r < kBlock; ++r) acc[r] += a[i * k + k0 + r] * g;
+        }
+        for (int r = 0; r < kBlock; ++r) db[(k0 + r) * m + j] = acc[r];
+      }
+      for (int kk = k0; kk < k; ++kk) {
+        double acc = db[kk * m + j];
         for (int i = 0; i < n; ++i) acc += a[i * k + kk] * dout[i * m + j];
-        row[j] = acc;
+        db[kk * m + j] = acc;
       }
     }
   }
@@ -164,7 +210,7 @@ LUONG_KERNEL void softmax_rows_forward_impl(double* P, const double* S, int rows
       Block block_max = load_block(s);
       for (c = kBlock; c + kBlock <= cols; c += kBlock) {
         const Block x = load_block(s + c);
-        block_max = block_max > x ? block_max : x;
+        block_max = lane_max(block_max, x);
       }
       for (int i = 0; i < kBlock; ++i) top = std::max(top, block_max[i]);
     }

@@ -20,7 +20,8 @@ class Translator {
  public:
   explicit Translator(training::TrainedModel& trained) : trained_(trained) {}
 
-  /// Translates `sentences` in batches of `batch_size`; an empty (or all-whitespace) sentence gives
+  /// Translates `sentences` in batches of `batch_size` sentences of similar length (results in input
+  /// order); an empty (or all-whitespace) sentence gives
   /// an empty translation. Sources longer than `max_source_tokens` are cut there.
   std::vector<Translation> translate(const std::vector<std::string>& sentences, const SearchOptions& options,
                                      int batch_size = 64, int max_source_tokens = 400);

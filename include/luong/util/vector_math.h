@@ -41,6 +41,30 @@ namespace luong {
   return x < -708.0 ? 0.0 : p * scale;
 }
 
+// expf(x) in single precision: the same range reduction and 2^k construction, with Cephes'
+// degree-5 minimax polynomial for e^r - 1 - r. Within 2 ulp of std::exp in float; for loops over
+// float data where double (vector_exp) would halve the vector width. Meant for x <= 88 (e^88 above).
+[[gnu::always_inline]] inline float vector_expf(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f;
+  constexpr float kLn2Lo = -2.12194440e-4f;
+  const float clamped = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
+  constexpr float kShifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float k = (clamped * kLog2e + kShifter) - kShifter;
+  const float r = (clamped - k * kLn2Hi) - k * kLn2Lo;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + r + 1.0f;
+  const std::int32_t exponent = (static_cast<std::int32_t>(k) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &exponent, sizeof scale);
+  return x < -87.0f ? 0.0f : p * scale;
+}
+
 /// 1 / (1 + e^-x), through vector_exp in double.
 template <typename T>
 [[gnu::always_inline]] inline T vector_sigmoid(T x) {
