@@ -1,8 +1,11 @@
 #include <dlfcn.h>
+#include <link.h>
 #include <malloc.h>
 #include <sched.h>
 
 #include <initializer_list>
+#include <set>
+#include <string>
 #include <thread>
 
 #include "luong/util/threads.h"
@@ -20,15 +23,44 @@ int available_cores() {
   return hw > 0 ? static_cast<int>(hw) : 1;
 }
 
-void set_blas_threads_to_one() {
-  // BLAS libraries export their own thread setters; whichever is loaded is found at run time so
-  // that the program needs no environment variables and links against any BLAS.
+namespace {
+
+// dl_iterate_phdr callback: calls the thread setters a loaded BLAS library exports (each at most once).
+int visit_loaded_library(dl_phdr_info* info, std::size_t, void* called_setters) {
+  auto& called = *static_cast<std::set<void*>*>(called_setters);
+  // Only libraries named like a BLAS: dlsym on a handle searches that library's whole dependency
+  // tree, and LibTorch's Debian build loads nearly 300 libraries.
+  const std::string path = info->dlpi_name == nullptr ? "" : info->dlpi_name;
+  const std::string file = path.substr(path.find_last_of('/') + 1);
+  if (file.find("blas") == std::string::npos && file.find("blis") == std::string::npos &&
+      file.find("mkl") == std::string::npos) {
+    return 0;
+  }
+  void* handle = ::dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) return 0;
   using SetThreads = void (*)(int);
   for (const char* name : {"openblas_set_num_threads", "goto_set_num_threads", "bli_thread_set_num_threads"}) {
-    if (auto fn = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, name))) fn(1);
+    void* fn = ::dlsym(handle, name);
+    if (fn != nullptr && called.insert(fn).second) reinterpret_cast<SetThreads>(fn)(1);
   }
   using MklSetThreads = int (*)(int);
-  if (auto fn = reinterpret_cast<MklSetThreads>(::dlsym(RTLD_DEFAULT, "MKL_Set_Num_Threads_Local"))) fn(1);
+  if (void* fn = ::dlsym(handle, "MKL_Set_Num_Threads_Local"); fn != nullptr && called.insert(fn).second) {
+    reinterpret_cast<MklSetThreads>(fn)(1);
+  }
+  ::dlclose(handle);
+  return 0;
+}
+
+}  // namespace
+
+int set_blas_threads_to_one() {
+  // BLAS libraries export their own thread setters; whichever is loaded is found at run time so
+  // that the program needs no environment variables and links against any BLAS. The LibTorch
+  // commands are a module loaded with RTLD_LOCAL, so its BLAS is not in the global scope that
+  // dlsym(RTLD_DEFAULT) searches: every loaded library is asked instead.
+  std::set<void*> called;
+  ::dl_iterate_phdr(visit_loaded_library, &called);
+  return static_cast<int>(called.size());
 }
 
 }  // namespace luong

@@ -15,7 +15,8 @@ int available_cores();
 /// Keeps large freed blocks in glibc's heap instead of returning them to the kernel (see threads.cpp).
 void configure_allocator();
 
-/// Sets OpenBLAS's (or BLIS's, MKL's) own pool to one thread, if such a library is loaded.
-void set_blas_threads_to_one();
+/// Sets OpenBLAS's (or BLIS's, MKL's) own pool to one thread, if such a library is loaded, whether
+/// in the global scope or inside a module loaded with RTLD_LOCAL; returns how many setters it called.
+int set_blas_threads_to_one();
 
 }  // namespace luong
