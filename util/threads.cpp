@@ -25,19 +25,8 @@ int available_cores() {
 
 namespace {
 
-// dl_iterate_phdr callback: calls the thread setters a loaded BLAS library exports (each at most once).
-int visit_loaded_library(dl_phdr_info* info, std::size_t, void* called_setters) {
-  auto& called = *static_cast<std::set<void*>*>(called_setters);
-  // Only libraries named like a BLAS: dlsym on a handle searches that library's whole dependency
-  // tree, and LibTorch's Debian build loads nearly 300 libraries.
-  const std::string path = info->dlpi_name == nullptr ? "" : info->dlpi_name;
-  const std::string file = path.substr(path.find_last_of('/') + 1);
-  if (file.find("blas") == std::string::npos && file.find("blis") == std::string::npos &&
-      file.find("mkl") == std::string::npos) {
-    return 0;
-  }
-  void* handle = ::dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-  if (handle == nullptr) return 0;
+// Calls the thread setters that `handle` (a library, or RTLD_DEFAULT) resolves, each at most once.
+void call_thread_setters(void* handle, std::set<void*>& called) {
   using SetThreads = void (*)(int);
   for (const char* name : {"openblas_set_num_threads", "goto_set_num_threads", "bli_thread_set_num_threads"}) {
     void* fn = ::dlsym(handle, name);
@@ -47,6 +36,21 @@ int visit_loaded_library(dl_phdr_info* info, std::size_t, void* called_setters) 
   if (void* fn = ::dlsym(handle, "MKL_Set_Num_Threads_Local"); fn != nullptr && called.insert(fn).second) {
     reinterpret_cast<MklSetThreads>(fn)(1);
   }
+}
+
+// dl_iterate_phdr callback: the thread setters of a loaded library named like a BLAS.
+int visit_loaded_library(dl_phdr_info* info, std::size_t, void* called_setters) {
+  // Only such names: dlsym on a handle searches that library's whole dependency tree, and
+  // LibTorch's Debian build loads nearly 300 libraries.
+  const std::string path = info->dlpi_name == nullptr ? "" : info->dlpi_name;
+  const std::string file = path.substr(path.find_last_of('/') + 1);
+  if (file.find("blas") == std::string::npos && file.find("blis") == std::string::npos &&
+      file.find("mkl") == std::string::npos) {
+    return 0;
+  }
+  void* handle = ::dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) return 0;
+  call_thread_setters(handle, *static_cast<std::set<void*>*>(called_setters));
   ::dlclose(handle);
   return 0;
 }
@@ -55,10 +59,12 @@ int visit_loaded_library(dl_phdr_info* info, std::size_t, void* called_setters) 
 
 int set_blas_threads_to_one() {
   // BLAS libraries export their own thread setters; whichever is loaded is found at run time so
-  // that the program needs no environment variables and links against any BLAS. The LibTorch
-  // commands are a module loaded with RTLD_LOCAL, so its BLAS is not in the global scope that
-  // dlsym(RTLD_DEFAULT) searches: every loaded library is asked instead.
+  // that the program needs no environment variables and links against any BLAS. First the global
+  // scope (a BLAS linked into the executable, or loaded globally, whatever its name); then every
+  // loaded library named like a BLAS, because the LibTorch commands are a module loaded with
+  // RTLD_LOCAL, whose BLAS the global scope does not see.
   std::set<void*> called;
+  call_thread_setters(RTLD_DEFAULT, called);
   ::dl_iterate_phdr(visit_loaded_library, &called);
   return static_cast<int>(called.size());
 }
