@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cloze head, whole processes side by side: `luong cloze` (4000 updates) against the numpy seed
 # (../shared/reference/cloze_seed.py), alternating, RUNS times each; prints median wall seconds and
-# their ratio, and luong's own GFLOP/s line.
+# their ratio, luong's own GFLOP/s line, and whether the two runs' CSVs are byte-identical.
 #
 #   bench/cloze_vs_numpy.sh [RUNS=5] [luong binary]
 set -euo pipefail
@@ -28,4 +28,8 @@ cpp=$(median < "$work/cpp"); py=$(median < "$work/py")
 echo "numpy seed : $(grep B-train "$work/py.log")"
 echo "luong cloze: $(grep 'B-train\] initial' "$work/cpp.log")"
 echo "luong cloze: $(grep 'updates in' "$work/cpp.log" | sed 's/\[B-train\] //')"
+for csv in attention_loss.csv attention_weights.csv; do
+  if cmp -s "$work/$csv" "$work/cpp_out/$csv"; then same=identical; else same=DIFFERENT; fi
+  echo "$csv: luong's is $same to the seed's"
+done
 printf 'median wall time over %d runs: numpy %.3f s, luong %.3f s, speed-up %.1fx\n' "$runs" "$py" "$cpp" "$(echo "$py / $cpp" | bc -l)"

@@ -4,6 +4,10 @@
 // comments, all arrays are row-major doubles, and every backward *accumulates* (+=) into its
 // gradient buffers, so callers zero them first.
 //
+// Every kernel rounds exactly as the seed's numpy does on x86-64 with FMA (OpenBLAS's dgemm,
+// numpy's pairwise sums, glibc's exp and log), so that the chaotic training follows the seed's
+// trajectory to the last bit instead of ending in another minimum: see cloze_head.cpp.
+//
 //   X = E[idx]                    (n, d)
 //   Q = X W_Q, K = X W_K, V = X W_V
 //   S = Q K^T / sqrt(d_k), S_ii = -1e9
@@ -36,8 +40,9 @@ void softmax_rows_backward(double* dS, const double* dP, const double* P, int ro
 
 /// S[n,n] = Q K^T / sqrt(dk) with the diagonal set to -1e9 (a token may not attend to itself).
 void attention_scores_forward(double* S, const double* Q, const double* K, int n, int dk);
-/// dQ[n,dk] += dS K / sqrt(dk); dK[n,dk] += dS^T Q / sqrt(dk); the masked diagonal gets no gradient.
-void attention_scores_backward(double* dQ, double* dK, const double* dS, const double* Q, const double* K, int n,
+/// dQ[n,dk] += dS K / sqrt(dk); dK[n,dk] += dS^T Q / sqrt(dk). The masked diagonal gets no gradient:
+/// dS's diagonal is set to 0 first, as the seed's np.where does.
+void attention_scores_backward(double* dQ, double* dK, double* dS, const double* Q, const double* K, int n,
                                int dk);
 
 /// loss = -sum_i log(P[i, targets[i]] + 1e-12) over P[n,vocab] (the seed's formula).
@@ -89,7 +94,7 @@ struct ClozeTransposes {
 /// Per-sentence activations (sized for the longest sentence).
 struct ClozeWorkspace {
   ClozeWorkspace(const ClozeDims& dims, int max_tokens);
-  std::vector<double> X, Q, K, V, V_t, S, A, Z, scores, P;
+  std::vector<double> X, Q, K, K_t, V, V_t, S, A, Z, scores, P;
   std::vector<double> dX, dQ, dK, dV, dS, dA, dZ, dscores;
 };
 
@@ -112,14 +117,11 @@ struct AdamOptions {
   double eps = 1e-8;
 };
 
-/// The whole corpus as one batch of T tokens: the row-wise layers (embedding, projections, readout,
-/// loss) run on [T, ...] matrices split into kChunks fixed row blocks, the attention layers per
-/// sentence. Row blocks and sentences are shared among threads; weight gradients are summed per
-/// block, then over blocks in order, so the result does not depend on the thread count.
+/// The whole corpus as one batch: the sentences run in parallel, each into its own gradient
+/// buffers; then the gradients are summed in sentence order (and Adam applied) over parameter
+/// ranges in parallel. The result is bit-identical to the seed's serial loop for any thread count.
 class ClozeBatch {
  public:
-  static constexpr int kChunks = 4;
-
   ClozeBatch(const ClozeDims& dims, const std::vector<std::vector<int>>& sentences);
 
   /// Sets `grads` to d(loss)/d(parameters) summed over all sentences; returns the summed loss.
@@ -130,7 +132,7 @@ class ClozeBatch {
     std::vector<double>* m;
     std::vector<double>* v;
     double correction1, correction2;  ///< 1 - beta1^step, 1 - beta2^step
-    double grad_scale;                ///< 1 / sentences: the gradient is averaged over sentences
+    double sentences;                 ///< the gradient is averaged over sentences (divided by this)
     AdamOptions options;
   };
   /// forward_backward, then the Adam step on `params`, in one parallel region.
@@ -142,25 +144,18 @@ class ClozeBatch {
   /// updated_params: params' own buffer when `adam` is given (params are read-only until then).
   double run(const ClozeParameters& params, ClozeParameters& grads, int threads, const AdamStep* adam,
              double* updated_params);
-  void vocab_forward(int chunk, const ClozeParameters& params);
-  void sentence_forward(int sentence, const ClozeParameters& params);
-  void rows_readout(int chunk, const ClozeParameters& params, const ClozeTransposes& t);
-  void sentence_backward(int sentence);
-  void rows_backward(int chunk, const ClozeTransposes& t);
+  void sentence_pass(int sentence, const ClozeParameters& params, ClozeWorkspace& ws);
 
   ClozeDims dims_;
-  std::vector<int> idx_;                     // all token ids, sentence after sentence
-  std::vector<int> sentence_begin_;          // size sentences + 1
-  std::vector<int> sentence_order_;          // the order the sentence phases take them in
+  std::vector<int> idx_;                // all token ids, sentence after sentence
+  std::vector<int> sentence_begin_;     // size sentences + 1
+  std::vector<int> sentence_order_;     // longest first: the order threads take sentences in
   int total_ = 0;
-  int chunk_begin_[kChunks + 1] = {};        // token rows of each chunk
-  int vocab_begin_[kChunks + 1] = {};        // vocabulary rows of each chunk
-  std::vector<double> PQ_, PK_, PV_;         // E W_Q, E W_K, E W_V [vocab, dk or dv]
-  std::vector<double> X_, Q_, K_, V_, Z_, scores_, P_;
-  std::vector<double> dX_, dQ_, dK_, dV_, dZ_, dscores_;
-  std::vector<std::vector<double>> S_, A_, V_t_, dA_, dS_;  // per sentence
-  std::vector<ClozeParameters> chunk_grads_;
-  double chunk_loss_[kChunks] = {};
+  int longest_ = 0;
+  std::vector<double> sentence_weights_;  // per sentence: its W_Q, W_K, W_V, W_O gradients
+  std::vector<double> sentence_loss_;
+  std::vector<double> dX_;                // [tokens, d]: d(loss)/dX of every token
+  std::vector<ClozeWorkspace> workspaces_;  // one per thread
   ClozeTransposes transposes_;
 };
 

@@ -1,6 +1,6 @@
 #pragma once
 // Branch-free exp, sigmoid and tanh that GCC vectorises inside loops (libm's are scalar calls).
-// Used by the hand-written kernels: the cloze head's softmaxes and the fused GRU gates.
+// Used by the hand-written kernels: the fused GRU gates and loss, the row exponentials.
 #include <cstdint>
 #include <cstring>
 
