@@ -40,7 +40,9 @@ void draw_line_chart(Canvas& canvas, const PlotArea& area, const std::vector<Ser
   if (x1 == x0) x1 = x0 + 1;
   if (y1 == y0) y1 = y0 + 1;
   const double pad = (y1 - y0) * 0.05;
-  y0 -= pad, y1 += pad;
+  // Losses are never negative: an axis for non-negative data stops at 0.
+  y0 = y0 >= 0 ? std::max(0.0, y0 - pad) : y0 - pad;
+  y1 += pad;
   const auto px = [&](double x) { return left + static_cast<int>(std::lround((x - x0) / (x1 - x0) * (right - left))); };
   const auto py = [&](double y) { return bottom - static_cast<int>(std::lround((y - y0) / (y1 - y0) * (bottom - top))); };
 
