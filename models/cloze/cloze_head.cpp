@@ -116,6 +116,13 @@ LUONG_KERNEL void store_half_result(double* out, const Half& product, double div
   }
 }
 
+// One output as one multiply-add chain over k from 0: sum_kk a(i, kk) b[kk, j].
+LUONG_KERNEL double fma_chain(MatrixView a, const double* b, int b_stride, int i, int j, int k) {
+  double acc = 0.0;
+  for (int kk = 0; kk < k; ++kk) acc = std::fma(a(i, kk), b[kk * b_stride + j], acc);
+  return acc;
+}
+
 // Rows i and i + 1, columns [j0, j0 + kBlocks * kBlock) for kBlocks <= 3: 4 * kBlocks independent
 // chains of vector multiply-adds, each load of b shared by both rows. (Named accumulators: GCC keeps
 // an array of them in memory.)
@@ -184,11 +191,7 @@ LUONG_KERNEL void gemm_impl(double* out, MatrixView a, const double* b, int b_st
       }
       for (int r = 0; r < kBlock; ++r) store_result<store>(out + (i0 + r) * m + j, acc[r], divisor);
     }
-    for (int i = i0; i < plain_rows; ++i) {
-      double acc = 0.0;
-      for (int kk = 0; kk < k; ++kk) acc = std::fma(a(i, kk), b[kk * b_stride + j], acc);
-      store_result<store>(out + i * m + j, acc, divisor);
-    }
+    for (int i = i0; i < plain_rows; ++i) store_result<store>(out + i * m + j, fma_chain(a, b, b_stride, i, j, k), divisor);
   }
   if (plain_rows == n) return;
   const int i = n - 1;
@@ -206,11 +209,7 @@ LUONG_KERNEL void gemm_impl(double* out, MatrixView a, const double* b, int b_st
     for (int kk = split_terms; kk < k; ++kk) s0 = fma_half(a(i, kk), load_half(bj + kk * b_stride), s0);
     store_half_result<store>(orow + j, (s0 + s1) + (s2 + s3), divisor);
   }
-  for (int j = split_cols; j < m; ++j) {
-    double acc = 0.0;
-    for (int kk = 0; kk < k; ++kk) acc = std::fma(a(i, kk), b[kk * b_stride + j], acc);
-    store_result<store>(orow + j, acc, divisor);
-  }
+  for (int j = split_cols; j < m; ++j) store_result<store>(orow + j, fma_chain(a, b, b_stride, i, j, k), divisor);
 }
 
 // ---- layer pairs -------------------------------------------------------------------------------
