@@ -1,5 +1,7 @@
 #include "luong/models/state_dict.h"
 
+#include <caffe2/serialize/inline_container.h>
+
 
 #include <cstring>
 #include <fstream>
@@ -40,16 +42,22 @@ ValuePtr make(Value::Kind kind) {
   return v;
 }
 
+// torch.<Name>Storage globals of torch.save, both ways.
+struct StorageType {
+  torch::ScalarType dtype;
+  const char* name;
+};
+constexpr StorageType kStorageTypes[] = {
+    {torch::kFloat, "FloatStorage"}, {torch::kDouble, "DoubleStorage"},     {torch::kHalf, "HalfStorage"},
+    {torch::kBFloat16, "BFloat16Storage"}, {torch::kLong, "LongStorage"}, {torch::kInt, "IntStorage"},
+    {torch::kShort, "ShortStorage"}, {torch::kChar, "CharStorage"},       {torch::kByte, "ByteStorage"},
+    {torch::kBool, "BoolStorage"}};
+
 torch::ScalarType storage_dtype(const std::string& global, const std::string& origin) {
-  static const std::map<std::string, torch::ScalarType> kTypes = {
-      {"torch.FloatStorage", torch::kFloat},     {"torch.DoubleStorage", torch::kDouble},
-      {"torch.HalfStorage", torch::kHalf},       {"torch.BFloat16Storage", torch::kBFloat16},
-      {"torch.LongStorage", torch::kLong},       {"torch.IntStorage", torch::kInt},
-      {"torch.ShortStorage", torch::kShort},     {"torch.CharStorage", torch::kChar},
-      {"torch.ByteStorage", torch::kByte},       {"torch.BoolStorage", torch::kBool}};
-  const auto it = kTypes.find(global);
-  if (it == kTypes.end()) throw CheckpointError(origin + ": unsupported storage type " + printable(global));
-  return it->second;
+  for (const StorageType& type : kStorageTypes) {
+    if (global == std::string("torch.") + type.name) return type.dtype;
+  }
+  throw CheckpointError(origin + ": unsupported storage type " + printable(global));
 }
 
 class StateDictUnpickler {
@@ -332,10 +340,109 @@ StateDict state_dict(const torch::nn::Module& module) {
   return dict;
 }
 
+namespace {
+
+// ---- a pickle writer for state dicts ---------------------------------------------------------------
+// The opcodes Python's torch.save emits for an OrderedDict of tensors, nothing more: LibTorch's own
+// pickler tags the dict with torch.jit._pickle.restore_type_tag, which torch.load's default
+// weights_only=True refuses.
+class StateDictPickler {
+ public:
+  void proto() { out_ += "\x80\x02"; }
+  void stop() { out_ += '.'; }
+  void mark() { out_ += '('; }
+  void tuple() { out_ += 't'; }
+  void reduce() { out_ += 'R'; }
+  void set_items() { out_ += 'u'; }
+  void persistent_id() { out_ += 'Q'; }
+  void boolean(bool value) { out_ += value ? "\x88" : "\x89"; }
+  void global(const std::string& module, const std::string& name) { out_ += "c" + module + "\n" + name + "\n"; }
+  void string(const std::string& text) {
+    out_ += 'X';
+    append_le(static_cast<std::uint32_t>(text.size()), 4);
+    out_ += text;
+  }
+  void integer(int64_t value) {
+    if (value >= INT32_MIN && value <= INT32_MAX) {
+      out_ += 'J';
+      append_le(static_cast<std::uint32_t>(static_cast<std::int32_t>(value)), 4);
+    } else {
+      out_ += "\x8a\x08";  // LONG1, eight bytes two's complement
+      append_le(static_cast<std::uint64_t>(value), 8);
+    }
+  }
+  void int_tuple(c10::IntArrayRef values) {
+    mark();
+    for (const int64_t v : values) integer(v);
+    tuple();
+  }
+  void empty_ordered_dict() {
+    global("collections", "OrderedDict");
+    out_ += ')';
+    reduce();
+  }
+  const std::string& bytes() const { return out_; }
+
+ private:
+  void append_le(std::uint64_t value, int count) {
+    for (int i = 0; i < count; ++i) out_ += static_cast<char>((value >> (8 * i)) & 0xff);
+  }
+  std::string out_;
+};
+
+const char* storage_name(torch::ScalarType dtype) {
+  for (const StorageType& type : kStorageTypes) {
+    if (type.dtype == dtype) return type.name;
+  }
+  throw Error(std::string("state_dict: cannot save tensors of type ") + c10::toString(dtype));
+}
+
+}  // namespace
+
 std::vector<char> serialize_state_dict(const StateDict& dict) {
-  c10::Dict<std::string, at::Tensor> generic;
-  for (const auto& [name, tensor] : dict) generic.insert(name, tensor.detach().cpu().contiguous());
-  return torch::pickle_save(generic);
+  std::vector<torch::Tensor> storages;
+  StateDictPickler pickle;
+  pickle.proto();
+  pickle.empty_ordered_dict();
+  pickle.mark();
+  for (const auto& [name, value] : dict) {
+    const torch::Tensor tensor = value.detach().to(torch::kCPU).contiguous();
+    pickle.string(name);
+    pickle.global("torch._utils", "_rebuild_tensor_v2");
+    pickle.mark();
+    pickle.mark();  // the persistent id: ('storage', torch.XStorage, key, 'cpu', numel)
+    pickle.string("storage");
+    pickle.global("torch", storage_name(tensor.scalar_type()));
+    pickle.string(std::to_string(storages.size()));
+    pickle.string("cpu");
+    pickle.integer(tensor.numel());
+    pickle.tuple();
+    pickle.persistent_id();
+    pickle.integer(0);
+    pickle.int_tuple(tensor.sizes());
+    pickle.int_tuple(tensor.strides());
+    pickle.boolean(false);
+    pickle.empty_ordered_dict();  // backward hooks
+    pickle.tuple();
+    pickle.reduce();
+    storages.push_back(tensor);
+  }
+  pickle.set_items();
+  pickle.stop();
+
+  std::vector<char> bytes;
+  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
+    const auto* begin = static_cast<const char*>(data);
+    bytes.insert(bytes.end(), begin, begin + size);
+    return size;
+  });
+  writer.writeRecord("data.pkl", pickle.bytes().data(), pickle.bytes().size());
+  writer.writeRecord("byteorder", "little", 6);
+  for (std::size_t i = 0; i < storages.size(); ++i) {
+    writer.writeRecord("data/" + std::to_string(i), storages[i].data_ptr(), storages[i].nbytes());
+  }
+  writer.writeEndOfFile();
+  return bytes;
 }
 
 void save_state_dict(const StateDict& dict, const std::string& path) {

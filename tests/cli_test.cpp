@@ -182,10 +182,10 @@ TEST(CliTest, ConfigReRunsAnExperimentBitForBit) {
 }
 
 TEST(CliTest, ExportedModelLoadsInPython) {
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3-torch missing";
+  ASSERT_EQ(std::system((test::python() + " -c 'import torch' >/dev/null 2>&1").c_str()), 0) << test::python() << " cannot import torch";
   const std::string dir = temp_run("python");
   ASSERT_EQ(run("train " + kSmall + "--epochs 1 --out " + dir).status, 0);
-  const std::string command = "/usr/bin/python3 -c \"import torch; d = torch.load('" + dir +
+  const std::string command = test::python() + " -c \"import torch; d = torch.load('" + dir +
                               "/model.pt'); assert 'decoder.Wc.weight' in d and 'encoder.gru.weight_ih_l0' in d; "
                               "assert tuple(d['decoder.Wc.weight'].shape) == (24, 48)\"";
   EXPECT_EQ(std::system(command.c_str()), 0);

@@ -58,14 +58,14 @@ TEST(StateDictTest, CppRoundTrip) {
 }
 
 TEST(StateDictTest, CppToPythonToCpp) {
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3-torch missing";
+  ASSERT_EQ(std::system((test::python() + " -c 'import torch' >/dev/null 2>&1").c_str()), 0) << test::python() << " cannot import torch";
   torch::manual_seed(1);
   Seq2Seq model = small_model();
   const std::string cpp_path = temp("luong_sd_cpp.pt");
   const std::string py_path = temp("luong_sd_py.pt");
   save_state_dict(state_dict(*model), cpp_path);
   // Python reads our file and writes an OrderedDict (like model.state_dict()) with every tensor doubled.
-  const std::string command = "/usr/bin/python3 -c \"import torch, collections; d = torch.load('" + cpp_path +
+  const std::string command = test::python() + " -c \"import torch, collections; d = torch.load('" + cpp_path +
                               "'); torch.save(collections.OrderedDict((k, v * 2) for k, v in d.items()), '" + py_path +
                               "')\"";
   ASSERT_EQ(std::system(command.c_str()), 0);

@@ -4,22 +4,13 @@
 
 #include <cmath>
 #include <string>
-#include <type_traits>
 
 namespace luong::training {
 
 namespace {
 
-// Adam::state() is keyed by the parameter's TensorImpl address: as a string in LibTorch 1.x, as
-// the pointer itself in 2.x.
-template <typename Map>
-typename Map::key_type state_key(const torch::Tensor& p) {
-  if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    return c10::guts::to_string(p.unsafeGetTensorImpl());
-  } else {
-    return p.unsafeGetTensorImpl();
-  }
-}
+// Adam::state() is keyed by the parameter's TensorImpl address.
+void* state_key(const torch::Tensor& p) { return p.unsafeGetTensorImpl(); }
 
 struct Coefficients {
   double beta1, beta2, eps, weight_decay, step_size, sqrt_correction2;
@@ -96,7 +87,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
     for (const torch::Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;
       auto& states = state();
-      const auto key = state_key<std::remove_reference_t<decltype(states)>>(p);
+      const auto key = state_key(p);
       auto found = states.find(key);
       if (found == states.end()) {
         auto fresh = std::make_unique<torch::optim::AdamParamState>();
