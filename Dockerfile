@@ -1,37 +1,38 @@
-# luong in a container.
+# luong in a container: the same steps CI runs (scripts/install-deps.sh, then README's build), and the
+# main job as the default command. One binary serves the CPU and the GPU (LibTorch from the PyPI
+# torch wheel, CUDA 13.0); both images carry the CUDA 13 toolkit, which LibTorch's CMake files need
+# to compile against it, as the development machines do.
 #
-# CUDA (default): the official PyTorch devel image; LibTorch is the one inside its Python package
-# (found through torch.utils.cmake_prefix_path), so the build uses CUDA and cuDNN.
+# CUDA (default): NVIDIA's CUDA 13 devel image.
 #   docker build -t luong .
 #   docker run --gpus all -v /path/to/shared:/shared luong
 #
-# CPU only, from Debian 12's packages (the same stack as CI):
-#   docker build -t luong-cpu --build-arg BASE_IMAGE=debian:12 --build-arg TORCH=debian --build-arg DEVICE=cpu .
-ARG BASE_IMAGE=pytorch/pytorch:2.4.1-cuda12.4-cudnn9-devel
+# CPU: Debian 12 with NVIDIA's CUDA 13 toolkit (compile and link only).
+#   docker build -t luong-cpu --build-arg BASE_IMAGE=debian:12 .
+#   docker run -v /path/to/shared:/shared luong-cpu
+ARG BASE_IMAGE=nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04
 FROM ${BASE_IMAGE}
-ARG TORCH=python
-# cuda for the PyTorch image; pass --build-arg DEVICE=cpu with TORCH=debian.
-ARG DEVICE=cuda
-ENV LUONG_DEVICE=${DEVICE}
 
 ENV DEBIAN_FRONTEND=noninteractive
-RUN apt-get update \
- && apt-get install -y --no-install-recommends cmake g++ make pkg-config zlib1g-dev \
-      libsentencepiece-dev libcxxopts-dev libgtest-dev \
- && if [ "$TORCH" = debian ]; then \
-      apt-get install -y --no-install-recommends libtorch-dev libgloo-dev libopenblas0 python3-torch python3-numpy; \
-    fi \
- && rm -rf /var/lib/apt/lists/*
+# Debian 12 has no CUDA 13 toolkit of its own: NVIDIA's repository provides it (the CUDA image has it).
+RUN if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then \
+      apt-get update && apt-get install -y --no-install-recommends ca-certificates wget \
+      && wget -q https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/cuda-keyring_1.1-1_all.deb \
+      && dpkg -i cuda-keyring_1.1-1_all.deb && rm cuda-keyring_1.1-1_all.deb \
+      && apt-get update && apt-get install -y --no-install-recommends cuda-toolkit-13-0 \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi
+ENV PATH=/usr/local/cuda/bin:${PATH}
 
 WORKDIR /opt/luong
 COPY . .
-RUN if [ "$TORCH" = debian ]; then prefix=""; \
-    else prefix="-DCMAKE_PREFIX_PATH=$(python -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"; fi \
- && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $prefix \
+RUN apt-get update && apt-get install -y --no-install-recommends sudo \
+ && ./scripts/install-deps.sh --without-fuzz \
+ && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DLUONG_BUILD_TESTS=OFF \
  && cmake --build build -j"$(nproc)" \
- && cmake --install build --prefix /usr/local
+ && rm -rf /var/lib/apt/lists/*
 
-# The README's headline experiment; mount the shared data at /shared (or pass --data).
-WORKDIR /work
-CMD luong train --config /opt/luong/experiments/dot-luong.json --data /shared/data/tatoeba-ara-eng/ara-eng.tsv \
-    --device "$LUONG_DEVICE" --out /work/runs/dot-luong
+# The main job (README's first command) on the mounted corpus; built-in data without it.
+VOLUME /shared
+RUN ln -s /shared ../shared
+CMD ["./scripts/main-job.sh"]

@@ -14,6 +14,7 @@ Batch Batch::to(const torch::Device& device) const {
   moved.src = src.to(device);
   moved.dec_in = dec_in.to(device);
   moved.dec_tgt = dec_tgt.to(device);
+  moved.target_rows = target_rows.to(device);
   return moved;
 }
 
@@ -46,6 +47,12 @@ Batch make_batch(const std::vector<const EncodedPair*>& rows) {
     dec_tgt[b][static_cast<std::int64_t>(row.target.size())] = Vocabulary::kEos;
     out.target_tokens += static_cast<std::int64_t>(row.target.size()) + 1;
     out.lines.push_back(row.line);
+  }
+  out.target_rows = torch::empty({out.target_tokens}, torch::kLong);
+  std::int64_t* rows_out = out.target_rows.data_ptr<std::int64_t>();
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const auto length = static_cast<std::int64_t>(rows[static_cast<std::size_t>(b)]->target.size()) + 1;
+    for (std::int64_t t = 0; t < length; ++t) *rows_out++ = b * target_length + t;
   }
   return out;
 }

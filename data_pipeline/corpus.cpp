@@ -7,25 +7,39 @@
 
 #include "luong/data_pipeline/utf8.h"
 #include "luong/util/error.h"
+#include "luong/util/line_reader.h"
 
 namespace luong::data {
 namespace fs = std::filesystem;
 namespace {
 
+// More pairs than this is not a corpus this tool can train on in memory; it is refused while reading.
+constexpr std::size_t kMaxPairs = 20'000'000;
+
 std::ifstream open_or_throw(const std::string& path) {
-  if (!fs::exists(path)) throw DataError(path + ": no such file");
-  if (fs::is_directory(path)) throw DataError(path + ": is a directory, expected a file");
+  if (!fs::exists(path)) throw DataError(printable(path) + ": no such file");
+  if (fs::is_directory(path)) throw DataError(printable(path) + ": is a directory, expected a file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path + ": cannot open for reading");
+  if (!in) throw DataError(printable(path) + ": cannot open for reading");
   return in;
 }
 
 std::string location(const std::string& path, std::size_t line) {
-  return path + ":" + std::to_string(line) + ": ";
+  return printable(path) + ":" + std::to_string(line) + ": ";
 }
 
-void strip_cr(std::string& line) {
-  if (!line.empty() && line.back() == '\r') line.pop_back();
+// The next line into `line`; false at the end. A line over kMaxLineBytes, or one line too many, is an error.
+bool next_line(std::istream& in, const std::string& path, std::size_t line_number, std::string& line) {
+  switch (read_line(in, line)) {
+    case LineStatus::kEnd: return false;
+    case LineStatus::kTooLong:
+      throw DataError(location(path, line_number) + "line longer than " + std::to_string(kMaxLineBytes >> 20) + " MiB");
+    case LineStatus::kLine: break;
+  }
+  if (line_number > kMaxPairs) {
+    throw DataError(printable(path) + ": more than " + std::to_string(kMaxPairs) + " lines; luong reads at most that many");
+  }
+  return true;
 }
 
 void check_utf8(const std::string& path, std::size_t line_number, const std::string& line) {
@@ -39,22 +53,15 @@ bool is_blank(const std::string& s) { return s.find_first_not_of(" \t") == std::
 std::vector<std::string> read_lines(std::istream& in, const std::string& path) {
   std::vector<std::string> lines;
   std::string line;
-  while (std::getline(in, line)) {
-    strip_cr(line);
+  while (next_line(in, path, lines.size() + 1, line)) {
     check_utf8(path, lines.size() + 1, line);
     lines.push_back(std::move(line));
   }
-  if (in.bad()) throw DataError(path + ": read error");
+  if (in.bad()) throw DataError(printable(path) + ": read error");
   return lines;
 }
 
 }  // namespace
-
-CorpusFormat parse_corpus_format(const std::string& name) {
-  if (name == "tsv") return CorpusFormat::kTsv;
-  if (name == "opus") return CorpusFormat::kOpus;
-  throw Error("unknown corpus format '" + name + "' (expected tsv or opus)");
-}
 
 std::vector<SentencePair> read_tsv(const std::string& path, bool reverse) {
   std::ifstream in = open_or_throw(path);
@@ -65,9 +72,8 @@ std::vector<SentencePair> parse_tsv(std::istream& in, const std::string& path, b
   std::vector<SentencePair> pairs;
   std::string line;
   std::size_t line_number = 0;
-  while (std::getline(in, line)) {
+  while (next_line(in, path, line_number + 1, line)) {
     ++line_number;
-    strip_cr(line);
     if (line.empty()) continue;
     check_utf8(path, line_number, line);
     const std::size_t tab = line.find('\t');
@@ -86,7 +92,7 @@ std::vector<SentencePair> parse_tsv(std::istream& in, const std::string& path, b
     if (reverse) std::swap(pair.source, pair.target);
     pairs.push_back(std::move(pair));
   }
-  if (in.bad()) throw DataError(path + ": read error");
+  if (in.bad()) throw DataError(printable(path) + ": read error");
   return pairs;
 }
 
@@ -102,7 +108,7 @@ std::vector<SentencePair> parse_opus(std::istream& english_lines, const std::str
   const std::vector<std::string> english = read_lines(english_lines, english_path);
   const std::vector<std::string> arabic = read_lines(arabic_lines, arabic_path);
   if (english.size() != arabic.size()) {
-    throw DataError(english_path + " has " + std::to_string(english.size()) + " lines but " + arabic_path +
+    throw DataError(printable(english_path) + " has " + std::to_string(english.size()) + " lines but " + printable(arabic_path) +
                     " has " + std::to_string(arabic.size()) + "; OPUS files must be line-aligned");
   }
   std::vector<SentencePair> pairs;
@@ -142,14 +148,14 @@ std::vector<SentencePair> read_corpus(const CorpusSpec& spec) {
         }
         if (is_train) break;
       }
-      if (english.empty()) throw DataError(spec.path + ": no pair of *.en / *.ar files in this directory");
+      if (english.empty()) throw DataError(printable(spec.path) + ": no pair of *.en / *.ar files in this directory");
     } else {
       english = spec.path + ".en";
       arabic = spec.path + ".ar";
     }
     pairs = read_opus(english, arabic, spec.reverse);
   }
-  if (pairs.empty()) throw DataError(spec.path + ": the corpus holds no sentence pairs");
+  if (pairs.empty()) throw DataError(printable(spec.path) + ": the corpus holds no sentence pairs");
   return pairs;
 }
 

@@ -98,13 +98,10 @@ SentencePieceTokenizer::~SentencePieceTokenizer() {
 void SentencePieceTokenizer::train(const std::vector<std::string>& sentences, const std::string& model_prefix,
                                    const SentencePieceTrainOptions& options) {
   if (sentences.empty()) throw DataError("sentencepiece: no training sentences");
-  if (options.model_type != "unigram" && options.model_type != "bpe") {
-    throw Error("sentencepiece model type must be unigram or bpe, not '" + options.model_type + "'");
-  }
   const std::vector<std::pair<std::string, std::string>> args = {
       {"model_prefix", model_prefix},
       {"vocab_size", std::to_string(options.vocab_size)},
-      {"model_type", options.model_type},
+      {"model_type", options::enum_name(options.model_type)},
       {"character_coverage", std::to_string(options.character_coverage)},
       {"input_sentence_size", std::to_string(sentences.size())},
       {"seed_sentencepiece_size", std::to_string(options.seed_sentencepiece_size)},

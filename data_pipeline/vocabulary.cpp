@@ -46,7 +46,7 @@ Vocabulary Vocabulary::build(const std::vector<std::vector<std::string>>& senten
 
 Vocabulary Vocabulary::load(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path + ": cannot open vocabulary file");
+  if (!in) throw DataError(printable(path) + ": cannot open vocabulary file");
   return parse(in, path);
 }
 
@@ -56,7 +56,7 @@ Vocabulary Vocabulary::parse(std::istream& in, const std::string& path) {
   std::string line;
   while (std::getline(in, line)) {
     const std::size_t line_number = tokens.size() + 1;
-    const std::string where = path + ":" + std::to_string(line_number) + ": ";
+    const std::string where = printable(path) + ":" + std::to_string(line_number) + ": ";
     if (find_invalid_utf8(line)) throw DataError(where + "invalid UTF-8 in vocabulary");
     if (line.empty()) throw DataError(where + "empty token in vocabulary");
     if (line.find_first_of("\r\t") != std::string::npos) throw DataError(where + "tab or CR in vocabulary token");
@@ -68,7 +68,7 @@ Vocabulary Vocabulary::parse(std::istream& in, const std::string& path) {
     }
     tokens.push_back(line);
   }
-  if (tokens.size() < kSpecials.size()) throw DataError(path + ": vocabulary is empty or truncated");
+  if (tokens.size() < kSpecials.size()) throw DataError(printable(path) + ": vocabulary is empty or truncated");
   return Vocabulary(std::move(tokens));
 }
 

@@ -8,7 +8,8 @@
 namespace luong::evaluation {
 
 std::vector<Translation> Translator::translate(const std::vector<std::string>& sentences, const SearchOptions& options,
-                                               int batch_size, int max_source_tokens) {
+                                               int max_source_tokens) {
+  const auto batch_size = static_cast<std::size_t>(options.batch);
   std::vector<Translation> out(sentences.size());
   std::vector<std::size_t> pending;
   std::vector<data::EncodedPair> encoded;
@@ -27,8 +28,8 @@ std::vector<Translation> Translator::translate(const std::vector<std::string>& s
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return encoded[a].source.size() < encoded[b].source.size(); });
-  for (std::size_t begin = 0; begin < order.size(); begin += static_cast<std::size_t>(batch_size)) {
-    const std::size_t end = std::min(order.size(), begin + static_cast<std::size_t>(batch_size));
+  for (std::size_t begin = 0; begin < order.size(); begin += batch_size) {
+    const std::size_t end = std::min(order.size(), begin + batch_size);
     std::vector<const data::EncodedPair*> rows;
     for (std::size_t k = begin; k < end; ++k) rows.push_back(&encoded[order[k]]);
     const data::Batch batch = data::make_batch(rows).to(trained_.device);

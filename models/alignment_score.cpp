@@ -6,22 +6,6 @@
 
 namespace luong::models {
 
-ScoreKind parse_score_kind(const std::string& name) {
-  if (name == "dot") return ScoreKind::kDot;
-  if (name == "general") return ScoreKind::kGeneral;
-  if (name == "concat") return ScoreKind::kConcat;
-  throw Error("unknown score '" + name + "' (expected dot, general or concat)");
-}
-
-std::string to_string(ScoreKind kind) {
-  switch (kind) {
-    case ScoreKind::kDot: return "dot";
-    case ScoreKind::kGeneral: return "general";
-    case ScoreKind::kConcat: return "concat";
-  }
-  return "?";
-}
-
 AlignmentScoreImpl::AlignmentScoreImpl(const AlignmentScoreOptions& options_) : options(options_) { reset(); }
 
 void AlignmentScoreImpl::reset() {

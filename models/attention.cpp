@@ -7,22 +7,6 @@
 
 namespace luong::models {
 
-AttentionKind parse_attention_kind(const std::string& name) {
-  if (name == "global" || name == "dot" || name == "general" || name == "concat") return AttentionKind::kGlobal;
-  if (name == "local-m") return AttentionKind::kLocalMonotonic;
-  if (name == "local-p") return AttentionKind::kLocalPredictive;
-  throw Error("unknown attention '" + name + "' (expected dot, general, concat, local-m or local-p)");
-}
-
-std::string to_string(AttentionKind kind) {
-  switch (kind) {
-    case AttentionKind::kGlobal: return "global";
-    case AttentionKind::kLocalMonotonic: return "local-m";
-    case AttentionKind::kLocalPredictive: return "local-p";
-  }
-  return "?";
-}
-
 AttentionMemory AttentionMemory::index_select(const torch::Tensor& rows) const {
   return {encoder_outputs.index_select(0, rows), keys.index_select(0, rows), valid.index_select(0, rows),
           lengths.index_select(0, rows), positions};

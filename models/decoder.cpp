@@ -2,18 +2,13 @@
 // variations of the same recurrence.
 #include "luong/models/decoder.h"
 
+#include "luong/models/fused_recurrence.h"
+#include "luong/models/linear_cross_entropy.h"
 #include "luong/models/luong_decoder.h"
-#include "luong/util/error.h"
+
+#include <cmath>
 
 namespace luong::models {
-
-DecoderKind parse_decoder_kind(const std::string& name) {
-  if (name == "bahdanau" || name == "decoder") return DecoderKind::kBahdanau;
-  if (name == "luong") return DecoderKind::kLuong;
-  throw Error("unknown decoder '" + name + "' (expected bahdanau or luong)");
-}
-
-std::string to_string(DecoderKind kind) { return kind == DecoderKind::kLuong ? "luong" : "bahdanau"; }
 
 DecoderState DecoderState::index_select(const torch::Tensor& rows) const {
   return {hidden.index_select(1, rows), attentional.defined() ? attentional.index_select(0, rows) : attentional};
@@ -33,6 +28,31 @@ torch::Tensor gru_step(torch::nn::GRU& gru, const torch::Tensor& input, const to
     x = (l + 1 < layers && dropout > 0) ? torch::dropout(h, dropout, training) : h;
   }
   return layers == 1 ? next[0].unsqueeze(0) : torch::stack(next);
+}
+
+TeacherForced DecoderInterface::teacher_forced(const torch::Tensor& dec_in, const DecoderState& initial,
+                                               const AttentionMemory& memory, bool keep_weights) {
+  const int64_t steps = dec_in.size(1);
+  std::vector<torch::Tensor> features;
+  std::vector<torch::Tensor> weights;
+  features.reserve(static_cast<std::size_t>(steps));
+  weights.reserve(static_cast<std::size_t>(steps));
+  DecoderState state = initial;
+  for (int64_t t = 0; t < steps; ++t) {
+    DecoderStep step = this->step(dec_in.select(1, t), state, memory, t);
+    features.push_back(step.features);
+    weights.push_back(step.weights);
+    state = std::move(step.state);
+  }
+  return {torch::stack(features, 1), keep_weights ? torch::stack(weights, 1) : torch::Tensor()};
+}
+
+torch::Tensor DecoderInterface::token_losses(const torch::Tensor& features, const torch::Tensor& targets) {
+  if (decoder_options().fused() && features.device().is_cpu()) {
+    return linear_cross_entropy(features, fc->weight, fc->bias, targets);
+  }
+  return torch::nn::functional::cross_entropy(project(features), targets,
+                                              torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
 }
 
 namespace {
@@ -89,6 +109,23 @@ DecoderStep LuongDecoderImpl::step(const torch::Tensor& previous_word, const Dec
   const AttentionOutput attended = attention_->forward(memory, h_t, t);
   const torch::Tensor attentional = torch::tanh(Wc(torch::cat({attended.context, h_t}, 1)));  // h~_t [B, H]
   return {attentional, attended.weights, attended.positions, {hidden, attentional}};
+}
+
+bool LuongDecoderImpl::uses_fused_kernel(const torch::Device& device) const {
+  const AttentionConfig& a = options.attention();
+  return options.fused() && device.is_cpu() && options.layers() == 1 && a.kind == AttentionKind::kGlobal &&
+         (a.score == ScoreKind::kDot || a.score == ScoreKind::kGeneral);
+}
+
+TeacherForced LuongDecoderImpl::teacher_forced(const torch::Tensor& dec_in, const DecoderState& state,
+                                               const AttentionMemory& memory, bool keep_weights) {
+  if (keep_weights || !uses_fused_kernel(dec_in.device())) {
+    return DecoderInterface::teacher_forced(dec_in, state, memory, keep_weights);
+  }
+  const double scale = options.attention().scale ? 1.0 / std::sqrt(static_cast<double>(options.hidden_size())) : 1.0;
+  return {fused_luong_teacher_forced(embedding(dec_in), state.hidden[0], memory.keys, memory.encoder_outputs,
+                                     memory.lengths, GruWeights::of(gru), Wc->weight, Wc->bias, scale),
+          {}};
 }
 
 std::shared_ptr<DecoderInterface> make_decoder(DecoderKind kind, const DecoderOptions& options) {

@@ -1,5 +1,7 @@
 #include "luong/models/encoder.h"
 
+#include "luong/models/fused_recurrence.h"
+
 namespace luong::models {
 
 EncoderImpl::EncoderImpl(const EncoderOptions& options_) : options(options_) { reset(); }
@@ -18,9 +20,17 @@ void EncoderImpl::reset() {
   }
 }
 
+bool EncoderImpl::uses_fused_kernel(const torch::Device& device) const {
+  return options.fused() && device.is_cpu() && options.layers() == 1 && !options.bidirectional();
+}
+
 std::tuple<torch::Tensor, torch::Tensor> EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor& lengths) {
   namespace rnn = torch::nn::utils::rnn;
   const torch::Tensor embedded = embedding(src);  // [B, S, E]
+  if (uses_fused_kernel(src.device())) {
+    auto [outputs, last] = fused_gru_sequence(embedded, lengths, GruWeights::of(gru));
+    return {outputs, last.unsqueeze(0)};
+  }
   const rnn::PackedSequence packed =
       rnn::pack_padded_sequence(embedded, lengths.to(torch::kCPU, torch::kLong), /*batch_first=*/true,
                                 /*enforce_sorted=*/false);

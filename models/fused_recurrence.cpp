@@ -1,5 +1,7 @@
 #include "luong/models/fused_recurrence.h"
 
+#include "luong/util/target_clones.h"
+
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -91,7 +93,7 @@ template <typename T>
 // The gate loops compiled for AVX-512, AVX2 + FMA and baseline x86-64, chosen at load time; the
 // transcendental functions are vector_math.h's, so each loop vectorises (with -fno-trapping-math,
 // set for this file in CMakeLists.txt).
-#define LUONG_GATE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define LUONG_GATE_CLONES LUONG_X86_CLONES
 #define LUONG_GATE_KERNELS(T)                                                                                  \
   LUONG_GATE_CLONES void gates_forward(const T* gi, const T* gh, const T* h_prev, T* h_next, T* saved,         \
                                        const bool* active, int64_t B, int64_t H) {                              \

@@ -1,5 +1,7 @@
 #include "luong/models/row_exponentials.h"
 
+#include "luong/util/target_clones.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -95,7 +97,7 @@ template <typename T>
 
 }  // namespace
 
-#define LUONG_ROW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define LUONG_ROW_CLONES LUONG_X86_CLONES
 
 LUONG_ROW_CLONES void exponentiate_rows(float* x, int64_t rows, int64_t cols, int64_t stride, float* maxima,
                                         float* sums, int64_t* argmax) {

@@ -4,13 +4,14 @@
 # Prints executions, speed and findings per target; exits non-zero on any crash, leak, timeout or
 # out-of-memory. Crash inputs are kept in build-fuzz/findings/.
 #
-#   scripts/fuzz.sh [SECONDS=60] [TARGETS...]   (targets: tsv opus word_tokenizer vocabulary state_dict)
+#   scripts/fuzz.sh [SECONDS=60] [TARGETS...]
+#   (targets: tsv opus word_tokenizer vocabulary state_dict trainer_state optimizer_state)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(tsv opus word_tokenizer vocabulary state_dict)
+((${#targets[@]})) || targets=(tsv opus word_tokenizer vocabulary state_dict trainer_state optimizer_state)
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 
 cmake -S . -B "$build" -DCMAKE_CXX_COMPILER=clang++ -DLUONG_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$build.configure.log" 2>&1 ||

@@ -4,8 +4,12 @@
 # project's own virtual environment .venv/, with every Python package pinned in
 # scripts/requirements.txt. Idempotent: present packages are left alone, apt's lists are refreshed
 # only when something must be installed, and pip runs only when the pins changed.
+#
+#   scripts/install-deps.sh [--without-fuzz]   (--without-fuzz: no clang, for images that only build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+with_fuzz=1
+[[ ${1:-} == --without-fuzz ]] && with_fuzz=0
 
 packages=(
   build-essential cmake g++ ccache pkg-config git ninja-build
@@ -13,11 +17,12 @@ packages=(
   libgloo-dev                         # headers that ProcessGroupGloo's header includes (c10d on the CPU)
   libsentencepiece-dev                # subword tokenizer (C++ trainer and processor)
   libcxxopts-dev libgtest-dev zlib1g-dev bc
+  libopenblas0                        # a foreign BLAS, for the thread-pool test
   nlohmann-json3-dev                  # every JSON file
   libcairo2-dev libpango1.0-dev fonts-dejavu-core fonts-noto-core   # heat maps and curves, Arabic shaped
-  clang libclang-rt-14-dev            # libFuzzer targets (scripts/fuzz.sh)
   python3-numpy python3-matplotlib    # the cloze seed keeps Debian's numpy (its curve was made with it)
 )
+((with_fuzz)) && packages+=(clang libclang-rt-dev)   # libFuzzer targets (scripts/fuzz.sh)
 
 missing=()
 for package in "${packages[@]}"; do

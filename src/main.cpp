@@ -4,7 +4,12 @@
 #include <string>
 
 #include "luong/cli/commands.h"
+#include "luong/cli/option_flags.h"
 #include "luong/util/error.h"
+
+#ifndef LUONG_VERSION
+#define LUONG_VERSION "unknown"
+#endif
 
 namespace {
 
@@ -24,9 +29,26 @@ constexpr Command kCommands[] = {
 };
 
 void print_usage(std::ostream& out) {
-  out << "usage: luong <command> [options]   (luong <command> --help for its options)\n\ncommands:\n";
+  out << "usage: luong <command> [options]   (luong <command> --help for its options; luong --version)\n\ncommands:\n";
   for (const auto& command : kCommands) {
     out << "  " << command.name << std::string(12 - std::strlen(command.name), ' ') << command.description << "\n";
+  }
+}
+
+int run_command(const Command& command, int argc, char** argv) {
+  try {
+    return command.run != nullptr ? command.run(argc, argv) : luong::cli::run_in_commands_module(command.name, argc, argv);
+  } catch (...) {
+    return luong::cli::report_failure(command.name, luong::cli::describe_current_exception());
+  }
+}
+
+int print_version(int argc, char** argv) {
+  std::cout << "luong " << LUONG_VERSION << std::endl;
+  try {
+    return luong::cli::run_in_commands_module("--version", argc, argv);
+  } catch (...) {
+    return luong::cli::report_failure("--version", luong::cli::describe_current_exception());
   }
 }
 
@@ -35,28 +57,20 @@ void print_usage(std::ostream& out) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     print_usage(std::cerr);
-    return 1;
+    return 2;
   }
   const std::string name = argv[1];
   if (name == "-h" || name == "--help" || name == "help") {
     print_usage(std::cout);
     return 0;
   }
-  if (name == "--version") {
-    std::cout << "luong 0.1.0\n";
-    return 0;
-  }
+  if (name == "--version" || name == "version") return print_version(argc - 1, argv + 1);
   for (const auto& command : kCommands) {
-    if (name != command.name) continue;
-    try {
-      return command.run != nullptr ? command.run(argc - 1, argv + 1)
-                                    : luong::cli::run_in_commands_module(command.name, argc - 1, argv + 1);
-    } catch (const std::exception& e) {
-      std::cerr << "luong " << name << ": " << e.what() << std::endl;
-      return 2;
-    }
+    if (name == command.name) return run_command(command, argc - 1, argv + 1);
   }
-  std::cerr << "luong: unknown command '" << name << "'\n\n";
-  print_usage(std::cerr);
-  return 1;
+  std::string names;
+  for (const auto& command : kCommands) names += std::string(names.empty() ? "" : ", ") + command.name;
+  std::cerr << "luong: unknown command '" << luong::printable(name) << "' (commands: " << names << "; see luong --help)"
+            << std::endl;
+  return 2;
 }

@@ -1,15 +1,9 @@
-#include "luong/cli/options.h"
-
+#include <exception>
 #include <iostream>
+#include <new>
 
+#include "luong/cli/option_flags.h"
 #include "luong/util/error.h"
-
-// cxxopts 3 (Debian 12) renamed the exception base of cxxopts 2 (Ubuntu 22.04, CUDA images).
-#if CXXOPTS__VERSION_MAJOR >= 3
-#define LUONG_CXXOPTS_EXCEPTION cxxopts::exceptions::exception
-#else
-#define LUONG_CXXOPTS_EXCEPTION cxxopts::OptionException
-#endif
 
 namespace luong::cli {
 
@@ -17,23 +11,38 @@ bool parse_or_help(cxxopts::Options& options, int argc, char** argv, cxxopts::Pa
   options.add_options("help")("h,help", "show this help");
   const std::string command = argc > 0 ? argv[0] : "";
   try {
-#if CXXOPTS__VERSION_MAJOR >= 3
     result = options.parse(argc, argv);
     const std::vector<std::string> extra = result.unmatched();
-#else
-    // cxxopts 2 removes what it parsed from argc/argv and leaves the rest.
-    result = options.parse(argc, argv);
-    const std::vector<std::string> extra(argv + 1, argv + argc);
-#endif
-    if (!extra.empty()) throw Error("unexpected argument '" + extra.front() + "'");
-  } catch (const LUONG_CXXOPTS_EXCEPTION& e) {
-    throw Error(std::string(e.what()) + " (see 'luong " + command + " --help')");
+    if (!extra.empty()) throw Error("unexpected argument '" + printable(extra.front()) + "'");
+  } catch (const cxxopts::exceptions::exception& e) {
+    throw Error(printable(e.what(), 300) + " (see 'luong " + command + " --help')");
   }
   if (result.count("help")) {
     std::cout << options.help() << std::endl;
     return false;
   }
   return true;
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+std::string describe_current_exception() {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::bad_alloc&) {
+    return "out of memory";
+  } catch (const std::exception& e) {
+    return first_line(e.what());
+  } catch (...) {
+    return "unknown error";
+  }
+}
+
+int report_failure(const char* command, const std::string& what) {
+  std::cerr << "luong " << command << ": " << printable(what, 2000) << std::endl;
+  return 2;
 }
 
 }  // namespace luong::cli

@@ -61,7 +61,7 @@ TEST(AttentionTest, MixedLengthBatchEqualsEachExampleAlone) {
       const AttentionOutput alone = attention->forward(enc.slice(0, b, b + 1).slice(1, 0, n), query.slice(0, b, b + 1),
                                                        torch::tensor({n}, torch::kLong), 2);
       EXPECT_TRUE(torch::allclose(batch.weights[b].slice(0, 0, n), alone.weights[0], 1e-12, 1e-14))
-          << to_string(config.kind) << "/" << to_string(config.score) << " example " << b;
+          << options::enum_name(config.kind) << "/" << options::enum_name(config.score) << " example " << b;
       EXPECT_TRUE(torch::allclose(batch.context[b], alone.context[0], 1e-12, 1e-14));
     }
   }
@@ -132,10 +132,10 @@ TEST(AttentionTest, ScaleOptionDividesDotScoresBySqrtH) {
 }
 
 TEST(AttentionTest, ParsersAndBadWindows) {
-  EXPECT_EQ(parse_attention_kind("local-p"), AttentionKind::kLocalPredictive);
-  EXPECT_EQ(parse_score_kind("concat"), ScoreKind::kConcat);
-  EXPECT_THROW(parse_attention_kind("local-x"), Error);
-  EXPECT_THROW(parse_score_kind("cosine"), Error);
+  EXPECT_EQ(options::parse_enum<AttentionKind>("local-p"), AttentionKind::kLocalPredictive);
+  EXPECT_EQ(options::parse_enum<ScoreKind>("concat"), ScoreKind::kConcat);
+  EXPECT_THROW(options::parse_enum<AttentionKind>("local-x"), Error);
+  EXPECT_THROW(options::parse_enum<ScoreKind>("cosine"), Error);
   EXPECT_THROW(make_attention(make_config(AttentionKind::kLocalPredictive, ScoreKind::kDot, 0), 4), Error);
 }
 

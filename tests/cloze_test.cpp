@@ -13,6 +13,7 @@
 
 #include "luong/cloze/cloze_autograd.h"
 #include "luong/cloze/cloze_head.h"
+#include "luong/cloze/cloze_kernels.h"
 #include "luong/cloze/glibc_exp.h"
 #include "luong/cloze/numpy_random.h"
 #include "luong/cloze/udhr_corpus.h"
@@ -51,11 +52,37 @@ TEST(ClozeTest, ManualGradientsEqualAutogradToOneEMinus10) {
   sentences.push_back({4, 4, 4, 9, 4});  // one token four times: the embedding scatter-add
   sentences.push_back({0, 97});         // shortest sentence
   for (const auto& sentence : sentences) {
-    for (const auto& diff : compare_gradients(params, sentence)) {
-      EXPECT_LE(diff.max_rel, 1e-10) << diff.name << " on a sentence of " << sentence.size() << " tokens";
-      std::printf("  %-4s max|diff| %.2e rel %.2e\n", diff.name, diff.max_abs, diff.max_rel);
+    for (const auto kernels : {ClozeKernels::kReference, ClozeKernels::kNumpyExact}) {
+      for (const auto& diff : compare_gradients(kernels, params, sentence)) {
+        EXPECT_LE(diff.max_rel, 1e-10) << diff.name << " on a sentence of " << sentence.size() << " tokens";
+        std::printf("  %-4s max|diff| %.2e rel %.2e\n", diff.name, diff.max_abs, diff.max_rel);
+      }
     }
   }
+}
+
+// The readable reference layers and the numpy-exact kernels are the same function: their gradients
+// agree to rounding on every corpus sentence.
+TEST(ClozeTest, ReferenceLayersEqualTheNumpyExactKernels) {
+  const ClozeCorpus corpus = make_cloze_corpus();
+  ClozeParameters params(ClozeDims{});
+  init_numpy(params, 11);
+  int rounded_differently = 0;
+  for (const auto& ids : corpus.ids) {
+    ClozeParameters reference(params.dims), exact(params.dims);
+    const int n = static_cast<int>(ids.size());
+    const double a = cloze_forward_backward(ClozeKernels::kReference, params, ids.data(), n, reference);
+    const double b = cloze_forward_backward(ClozeKernels::kNumpyExact, params, ids.data(), n, exact);
+    EXPECT_NEAR(a, b, 1e-12 * std::abs(b));
+    double scale = 0, worst = 0;
+    for (std::size_t i = 0; i < exact.data.size(); ++i) {
+      scale = std::max(scale, std::abs(exact.data[i]));
+      worst = std::max(worst, std::abs(exact.data[i] - reference.data[i]));
+    }
+    EXPECT_LE(worst, 1e-12 * scale) << "sentence of " << n << " tokens";
+    rounded_differently += reference.data != exact.data;
+  }
+  EXPECT_GT(rounded_differently, 0) << "the two paths round identically everywhere: is the reference really separate?";
 }
 
 // The batch runs sentences on threads into buffers of their own and sums them in sentence order,
@@ -70,7 +97,7 @@ TEST(ClozeTest, BatchedGradientEqualsTheSerialSumExactly) {
   ClozeWorkspace ws(params.dims, 30);
   double loss = 0;
   for (const auto& ids : corpus.ids) {
-    loss += cloze_forward_backward(params, transposes, ids.data(), static_cast<int>(ids.size()), summed, ws);
+    loss += numpy_exact_forward_backward(params, transposes, ids.data(), static_cast<int>(ids.size()), summed, ws);
   }
   for (int threads : {1, 2, 3}) {
     ClozeBatch batch(params.dims, corpus.ids);
@@ -83,7 +110,7 @@ TEST(ClozeTest, BatchedGradientEqualsTheSerialSumExactly) {
   }
 }
 
-// matmul_forward's documented order (OpenBLAS's dgemm as numpy calls it), written out one output at
+// numpy_matmul's documented order (OpenBLAS's dgemm as numpy calls it), written out one output at
 // a time, against the vectorised kernel, over shapes with every kind of remainder.
 TEST(ClozeTest, MatmulRoundsInOpenBlasOrder) {
   std::mt19937 rng(5);
@@ -97,7 +124,7 @@ TEST(ClozeTest, MatmulRoundsInOpenBlasOrder) {
           for (double& x : *v) x = normal(rng);
         }
         std::vector<double> out(static_cast<std::size_t>(n * m));
-        matmul_forward(out.data(), a.data(), b.data(), n, k, m);
+        numpy_matmul(out.data(), a.data(), b.data(), n, k, m);
         for (int i = 0; i < n; ++i) {
           for (int j = 0; j < m; ++j) {
             double expected;

@@ -71,9 +71,9 @@ TEST(CorpusTest, EmptyCorpusIsAnError) {
 }
 
 TEST(CorpusTest, FormatNames) {
-  EXPECT_EQ(parse_corpus_format("tsv"), CorpusFormat::kTsv);
-  EXPECT_EQ(parse_corpus_format("opus"), CorpusFormat::kOpus);
-  EXPECT_THROW(parse_corpus_format("csv"), Error);
+  EXPECT_EQ(options::parse_enum<CorpusFormat>("tsv"), CorpusFormat::kTsv);
+  EXPECT_EQ(options::parse_enum<CorpusFormat>("opus"), CorpusFormat::kOpus);
+  EXPECT_THROW(options::parse_enum<CorpusFormat>("csv"), Error);
 }
 
 }  // namespace

@@ -3,6 +3,9 @@
 // differences. Source and target padding vary within each batch.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "gradient_check.h"
 #include "luong/models/fused_recurrence.h"
 #include "luong/models/seq2seq.h"
@@ -44,10 +47,37 @@ struct LossAndGradients {
   std::vector<std::pair<std::string, torch::Tensor>> gradients;
 };
 
+// The names of every autograd node behind `root`.
+std::set<std::string> graph_nodes(const torch::Tensor& root) {
+  std::set<std::string> names;
+  std::vector<torch::autograd::Node*> pending = {root.grad_fn().get()};
+  std::set<torch::autograd::Node*> seen;
+  while (!pending.empty()) {
+    torch::autograd::Node* node = pending.back();
+    pending.pop_back();
+    if (node == nullptr || !seen.insert(node).second) continue;
+    names.insert(node->name());
+    for (const auto& edge : node->next_edges()) pending.push_back(edge.function.get());
+  }
+  return names;
+}
+
+bool has_node(const std::set<std::string>& names, const std::string& part) {
+  for (const auto& name : names) {
+    if (name.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
 LossAndGradients run(Seq2Seq& model, bool fused, const Batch& b) {
-  model->options.fused(fused);
+  model->set_fused(fused);
   model->zero_grad();
   const LossOutput out = model->loss(b.src, b.lengths, b.dec_in, b.dec_tgt, LossAverage::kStep);
+  // The test proves which path ran: the fused kernels are autograd nodes of their own.
+  const std::set<std::string> nodes = graph_nodes(out.loss);
+  for (const char* kernel : {"GruSequenceFunction", "LuongTeacherForcedFunction", "LinearCrossEntropyFunction"}) {
+    EXPECT_EQ(has_node(nodes, kernel), fused) << kernel << (fused ? " did not run" : " ran on the module path");
+  }
   out.loss.backward();
   LossAndGradients result{out.loss.item<double>(), {}};
   for (const auto& p : model->named_parameters()) result.gradients.emplace_back(p.key(), p.value().grad().clone());
@@ -100,6 +130,37 @@ TEST_P(FusedRecurrenceTest, MatchesTheModulePathInFloat) {
     EXPECT_LE((fused.gradients[i].second - m).abs().max().item<double>(), 1e-5 * m.abs().max().item<double>())
         << fused.gradients[i].first;
   }
+}
+
+// Twenty rows, so that the fused kernels split the batch into blocks over the intra-op threads (one
+// block per thread, eight rows at least): 1, 2 and 3 threads each equal the module path.
+TEST_P(FusedRecurrenceTest, MatchesTheModulePathOnEveryThreadCount) {
+  Seq2Seq model = make_model(GetParam(), torch::kDouble);
+  torch::manual_seed(3);
+  const int64_t rows = 20, source = 9, target = 7;
+  const torch::Tensor lengths = torch::randint(1, source + 1, {rows}, torch::kLong);
+  const torch::Tensor target_lengths = torch::randint(1, target + 1, {rows}, torch::kLong);
+  torch::Tensor src = torch::randint(3, 12, {rows, source}, torch::kLong);
+  torch::Tensor dec_in = torch::randint(3, 10, {rows, target}, torch::kLong);
+  torch::Tensor dec_tgt = torch::randint(3, 10, {rows, target}, torch::kLong);
+  const torch::Tensor positions = torch::arange(source).unsqueeze(0), steps = torch::arange(target).unsqueeze(0);
+  src.masked_fill_(positions.ge(lengths.unsqueeze(1)), 0);
+  dec_in.masked_fill_(steps.ge(target_lengths.unsqueeze(1)), 0);
+  dec_tgt.masked_fill_(steps.ge(target_lengths.unsqueeze(1)), 0);
+  const Batch batch{src, lengths, dec_in, dec_tgt};
+  const int threads_before = torch::get_num_threads();
+  const LossAndGradients modules = run(model, false, batch);
+  for (int threads : {1, 2, 3}) {
+    torch::set_num_threads(threads);
+    const LossAndGradients fused = run(model, true, batch);
+    EXPECT_NEAR(fused.loss, modules.loss, 1e-13 * std::abs(modules.loss)) << threads << " threads";
+    for (std::size_t i = 0; i < fused.gradients.size(); ++i) {
+      const torch::Tensor& m = modules.gradients[i].second;
+      EXPECT_LE((fused.gradients[i].second - m).abs().max().item<double>(), 1e-12 * m.abs().max().item<double>())
+          << fused.gradients[i].first << ", " << threads << " threads";
+    }
+  }
+  torch::set_num_threads(threads_before);
 }
 
 INSTANTIATE_TEST_SUITE_P(Scores, FusedRecurrenceTest,

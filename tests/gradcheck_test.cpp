@@ -99,7 +99,7 @@ TEST(GradientCheckTest, PositionPredictorReceivesGradient) {
 }
 
 }  // namespace
-void PrintTo(DecoderKind kind, std::ostream* out) { *out << to_string(kind); }
+void PrintTo(DecoderKind kind, std::ostream* out) { *out << options::enum_name(kind); }
 namespace {
 
 class ModelGradientTest : public ::testing::TestWithParam<DecoderKind> {};
@@ -116,12 +116,12 @@ TEST_P(ModelGradientTest, DecoderEncoderAndLossMatchFiniteDifferences) {
   const torch::Tensor dec_in = torch::tensor({{1, 4, 5}, {1, 6, 0}}, torch::kLong);
   const torch::Tensor dec_tgt = torch::tensor({{4, 5, 2}, {6, 2, 0}}, torch::kLong);
   const auto loss = [&] { return model->loss(src, lengths, dec_in, dec_tgt).loss; };
-  expect_close(test::check_gradients(named(*model), loss), to_string(GetParam()));
+  expect_close(test::check_gradients(named(*model), loss), options::enum_name(GetParam()));
 }
 
 INSTANTIATE_TEST_SUITE_P(BothDecoders, ModelGradientTest,
                          ::testing::Values(DecoderKind::kBahdanau, DecoderKind::kLuong),
-                         [](const ::testing::TestParamInfo<DecoderKind>& info) { return to_string(info.param); });
+                         [](const ::testing::TestParamInfo<DecoderKind>& info) { return std::string(options::enum_name(info.param)); });
 
 TEST(GradientCheckTest, BidirectionalTwoLayerEncoder) {
   torch::manual_seed(4);

@@ -2,54 +2,97 @@
 
 #include <gtest/gtest.h>
 
-#include "luong/training/train_config.h"
+#include "luong/run/train_config.h"
 #include "luong/util/error.h"
 
 namespace luong {
 namespace {
 
-TEST(JsonTest, RoundTrip) {
-  Json j = Json::object();
-  j.set("name", "مرحبا \"quoted\"\n");
-  j.set("n", 3);
-  j.set("x", 0.1);
-  j.set("ok", true);
-  Json list = Json::array();
-  list.push_back(1);
-  list.push_back(Json());
-  j.set("list", list);
-  const Json back = Json::parse(j.dump(2));
-  EXPECT_EQ(back.at("name").as_string(), "مرحبا \"quoted\"\n");
-  EXPECT_EQ(back.at("n").as_int(), 3);
-  EXPECT_EQ(back.at("x").as_number(), 0.1);
-  EXPECT_TRUE(back.at("ok").as_bool());
-  EXPECT_EQ(back.at("list").items().size(), 2u);
-  EXPECT_EQ(back.dump(), j.dump());
+TEST(JsonTest, RoundTripKeepsKeyOrderAndExactIntegers) {
+  Json j = {{"name", "مرحبا \"quoted\"\n"}, {"n", 3}, {"big", std::int64_t{9007199254740993}}, {"x", 0.1}, {"ok", true}};
+  j["list"] = Json::array({1, nullptr});
+  const Json back = parse_json(dump_json(j, 2), "test");
+  EXPECT_EQ(back.at("name").get<std::string>(), "مرحبا \"quoted\"\n");
+  EXPECT_EQ(back.at("big").get<std::int64_t>(), 9007199254740993);  // 2^53 + 1: a double would round it
+  EXPECT_EQ(back.at("x").get<double>(), 0.1);
+  EXPECT_EQ(back.begin().key(), "name");
+  EXPECT_EQ(dump_json(back), dump_json(j));
 }
 
-TEST(JsonTest, MalformedInputIsAnError) {
+TEST(JsonTest, MalformedInputIsOneLineError) {
   for (const char* text : {"{", "{\"a\" 1}", "[1,]", "tru", "{\"a\":1} x", "\"unterminated"}) {
-    EXPECT_THROW(Json::parse(text), Error) << text;
+    try {
+      parse_json(text, "file.json");
+      ADD_FAILURE() << text;
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("file.json: invalid JSON", 0), 0u) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
   }
 }
 
 TEST(TrainConfigTest, JsonRoundTripAndValidation) {
-  training::TrainConfig config;
+  run::TrainConfig config;
   config.data = "corpus.tsv";
-  config.attention = "local-p";
+  config.attention = run::AttentionChoice::kLocalPredictive;
   config.window = 3;
   config.seed = 42;
-  const training::TrainConfig back = training::TrainConfig::from_json(config.to_json(), "test");
-  EXPECT_EQ(back.to_json().dump(), config.to_json().dump());
+  const run::TrainConfig back = run::TrainConfig::from_json(config.to_json(), "test");
+  EXPECT_EQ(dump_json(back.to_json()), dump_json(config.to_json()));
   EXPECT_NO_THROW(back.validate());
-  Json bad = config.to_json();
-  bad.set("unknown_key", 1);
-  EXPECT_THROW(training::TrainConfig::from_json(bad, "test"), Error);
-  config.attention = "cosine";
-  EXPECT_THROW(config.validate(), Error);
-  config.attention = "local-p";
   config.window = 0;
   EXPECT_THROW(config.validate(), Error);
+}
+
+// A config.json with an unknown key, a wrong type or a value out of range: one line naming the key.
+TEST(TrainConfigTest, BadConfigNamesTheKey) {
+  const struct {
+    Json json;
+    const char* expected;
+  } cases[] = {
+      {{{"unknown_key", 1}}, "config.json: unknown key 'unknown_key'"},
+      {{{"hidden", "64"}}, "config.json: key 'hidden': expected an integer"},
+      {{{"hidden", 0}}, "config.json: key 'hidden': 0 is outside [1, 65536]"},
+      {{{"dropout", 1.5}}, "config.json: key 'dropout': 1.5 is outside [0, 1)"},
+      {{{"threads", -1}}, "config.json: key 'threads': -1 is outside [0, 1024]"},
+      {{{"lr", 0}}, "config.json: key 'lr': 0 is outside (0, 1e+38]"},
+      {{{"attention", "cosine"}}, "config.json: key 'attention': 'cosine' is not one of dot, general, concat"},
+      {{{"epochs", 1e30}}, "config.json: key 'epochs': expected an integer"},
+      {{{"seed", Json::parse("1180591620717411303424")}}, "config.json: key 'seed': expected an integer"},
+      {{{"reverse", 1}}, "config.json: key 'reverse': expected true or false"},
+  };
+  for (const auto& c : cases) {
+    try {
+      run::TrainConfig::from_json(c.json, "config.json");
+      ADD_FAILURE() << dump_json(c.json);
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(c.expected, 0), 0u) << e.what();
+    }
+  }
+}
+
+// The options table is the one declaration: every member has a key, the defaults round-trip and
+// --resume's rules come from it.
+TEST(TrainConfigTest, TableDrivesKeysAndResumeRules) {
+  run::TrainConfig a;
+  int options = 0, may_change = 0;
+  run::TrainConfig::visit(a, [&](const options::Info& info, const auto&) {
+    ++options;
+    may_change += info.on_resume == options::OnResume::kMayChange;
+    EXPECT_TRUE(a.to_json().contains(info.key)) << info.key;
+  });
+  EXPECT_EQ(static_cast<int>(a.to_json().size()), options);
+  EXPECT_EQ(may_change, 8);  // epochs, lr, clip, patience, out, device, threads, deterministic
+  run::TrainConfig b = a;
+  b.hidden = 128;
+  b.lr = 0.5;
+  const auto changes = options::differences(a, b);
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_STREQ(changes[0].info->key, "hidden");
+  EXPECT_EQ(changes[0].info->on_resume, options::OnResume::kFixed);
+  EXPECT_EQ(changes[1].from, "0.001");
+  EXPECT_EQ(changes[1].to, "0.5");
 }
 
 }  // namespace

@@ -36,19 +36,18 @@ const std::string kSmall =
     "train --data builtin:numbers --train-size 256 --dev-size 32 --test-size 32 --hidden 24 --embed 12 --batch 32 "
     "--threads 1 ";
 
-int run(const std::string& args, const std::string& log, const std::vector<std::string>& environment = {}) {
-  test::Subprocess process(args, log, environment);
+int run(const std::string& args, const std::string& log) {
+  test::Subprocess process(args, log);
   return process.wait();
 }
 
-// Every file under `dir` and its bytes.
-std::map<std::string, std::string> snapshot(const std::string& dir) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    if (entry.is_regular_file()) files[fs::relative(entry.path(), dir).string()] = read_file(entry.path().string());
-  }
-  return files;
+// `luong ARGS` killed by SIGKILL at its `point`-th save point (tests/crash_helper.cpp).
+int run_killed_at(int point, const std::string& args, const std::string& log) {
+  test::Subprocess process(std::to_string(point) + " " + args, log, {}, "/dev/null", "", LUONG_CRASH_HELPER);
+  return process.wait();
 }
+
+using test::snapshot;
 
 
 class ReliabilityTest : public ::testing::Test {
@@ -102,6 +101,11 @@ TEST_F(ReliabilityTest, CorruptTruncatedOrMismatchedCheckpointsAreRefused) {
     bytes[bytes.size() / 3] = static_cast<char>(bytes[bytes.size() / 3] ^ 0x40);  // inside a tensor record
     write(dir + "/best_model.pt", bytes);
     expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "CRC mismatch");
+    // in the checkpoint, the manifest's checksum refuses it before the zip reader sees it
+    std::string optimizer = read_file(dir + "/checkpoint/optimizer.pt");
+    optimizer[optimizer.size() / 2] = static_cast<char>(optimizer[optimizer.size() / 2] ^ 0x01);
+    write(dir + "/checkpoint/optimizer.pt", optimizer);
+    expect_clean_refusal("train --resume --epochs 2 --threads 1 --out " + dir, dir, "checksum differs from the manifest");
   }
   {
     const std::string dir = copy_of_trained("garbage");
@@ -117,11 +121,11 @@ TEST_F(ReliabilityTest, CorruptTruncatedOrMismatchedCheckpointsAreRefused) {
   {  // another architecture
     const std::string dir = copy_of_trained("other_architecture");
     Json config = Json::parse(read_file(dir + "/config.json"));
-    config.set("hidden", 32);
+    config["hidden"] = 32;
     write(dir + "/config.json", config.dump(2));
     expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "mis-shaped");
-    config.set("hidden", 24);
-    config.set("attention", "local-p");
+    config["hidden"] = 24;
+    config["attention"] = "local-p";
     write(dir + "/config.json", config.dump(2));
     expect_clean_refusal("evaluate --threads 1 --model " + dir, dir, "missing: decoder.attention");
   }
@@ -157,7 +161,7 @@ TEST_F(ReliabilityTest, EveryPrefixOfACheckpointIsRefusedCleanly) {
   EXPECT_NO_THROW(models::parse_state_dict(std::vector<char>(bytes.begin(), bytes.end()), "whole.pt"));
 }
 
-// SIGKILL between every two steps of every save (LUONG_KILL_AT walks the kill points): the last
+// SIGKILL between every two steps of every save (the crash helper walks the save points): the last
 // complete checkpoint always loads, and --resume (or a fresh start, before the first checkpoint)
 // ends with the parameters of a run that was never killed.
 TEST_F(ReliabilityTest, SigkillAtEverySavePointLeavesALoadableCheckpoint) {
@@ -168,7 +172,7 @@ TEST_F(ReliabilityTest, SigkillAtEverySavePointLeavesALoadableCheckpoint) {
   int kills = 0;
   for (int point = 1; point < 100; ++point) {
     const std::string dir = scratch("kill_at_" + std::to_string(point));
-    const int status = run(args + "--out " + dir, dir + ".log", {"LUONG_KILL_AT=" + std::to_string(point)});
+    const int status = run_killed_at(point, args + "--out " + dir, dir + ".log");
     if (status == 0) break;  // past the last kill point
     ASSERT_EQ(status, 128 + SIGKILL) << "kill point " << point << ": " << read_file(dir + ".log");
     ++kills;

@@ -1,6 +1,8 @@
 #pragma once
 // Reading back what a `luong` run wrote.
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -13,6 +15,18 @@ inline std::string read_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+/// Every file under `dir` and its bytes, but for the run lock (.lock records its last holder's PID).
+inline std::map<std::string, std::string> snapshot(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().filename() != ".lock") {
+      files[fs::relative(entry.path(), dir).string()] = read_file(entry.path().string());
+    }
+  }
+  return files;
 }
 
 /// Whether two state_dict files hold the same names and bit-identical tensors.

@@ -19,15 +19,20 @@ namespace luong::test {
 
 class Subprocess {
  public:
-  /// Starts `LUONG_BINARY` with the whitespace-separated `args`; stdout and stderr go to `log`
+  /// Starts `binary` (luong itself unless said) with the whitespace-separated `args`; stdout and stderr go to `log`
   /// (stdout alone to `stdout_path` when given), stdin comes from `stdin_path`, and `environment`
   /// ("NAME=value" entries) is added to the test's own.
   Subprocess(const std::string& args, std::string log, const std::vector<std::string>& environment = {},
-             const std::string& stdin_path = "/dev/null", const std::string& stdout_path = "")
+             const std::string& stdin_path = "/dev/null", const std::string& stdout_path = "",
+             const std::string& binary = LUONG_BINARY)
+      : Subprocess(split(args), std::move(log), environment, stdin_path, stdout_path, binary) {}
+
+  /// As above with the arguments as they are (they may hold spaces and newlines).
+  Subprocess(const std::vector<std::string>& args, std::string log, const std::vector<std::string>& environment,
+             const std::string& stdin_path, const std::string& stdout_path, const std::string& binary = LUONG_BINARY)
       : log_(std::move(log)) {
-    std::vector<std::string> words = {LUONG_BINARY};
-    std::istringstream split(args);
-    for (std::string w; split >> w;) words.push_back(w);
+    std::vector<std::string> words = {binary};
+    words.insert(words.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& w : words) argv.push_back(w.data());
     argv.push_back(nullptr);
@@ -45,9 +50,9 @@ class Subprocess {
     std::vector<char*> envp;
     for (auto& v : variables) envp.push_back(v.data());
     envp.push_back(nullptr);
-    const int failed = posix_spawn(&pid_, LUONG_BINARY, &actions, nullptr, argv.data(), envp.data());
+    const int failed = posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
-    if (failed != 0) throw std::runtime_error("cannot start " + std::string(LUONG_BINARY));
+    if (failed != 0) throw std::runtime_error("cannot start " + binary);
   }
   ~Subprocess() {
     if (!reaped_) {
@@ -76,6 +81,13 @@ class Subprocess {
       if (std::chrono::steady_clock::now() > deadline) return -1;
       ::usleep(10000);
     }
+  }
+
+  static std::vector<std::string> split(const std::string& args) {
+    std::vector<std::string> words;
+    std::istringstream in(args);
+    for (std::string w; in >> w;) words.push_back(w);
+    return words;
   }
 
   /// Everything the process has written so far.

@@ -67,7 +67,8 @@ TEST(SentencePieceTokenizerTest, TrainsOnTheSharedCorpusAndRoundTrips) {
 TEST(SentencePieceTokenizerTest, ErrorsAreClear) {
   EXPECT_THROW(SentencePieceTokenizer("/nonexistent.model"), DataError);
   EXPECT_THROW(SentencePieceTokenizer::train({}, "/tmp/x", {}), DataError);
-  EXPECT_THROW(load_tokenizer("bpe-ish"), Error);
+  EXPECT_THROW(load_tokenizer(TokenizerKind::kSpm, "/nonexistent.model"), DataError);
+  EXPECT_THROW(options::parse_enum<TokenizerKind>("bpe-ish"), Error);
 }
 
 }  // namespace

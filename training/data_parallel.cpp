@@ -8,7 +8,6 @@
 #endif
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
-#include <torch/version.h>
 #ifdef LUONG_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -26,12 +25,7 @@
 namespace luong::training {
 namespace {
 
-// LibTorch 2 split the collective implementations (Backend) from the ProcessGroup dispatcher.
-#if TORCH_VERSION_MAJOR >= 2
 using Collectives = c10d::Backend;
-#else
-using Collectives = c10d::ProcessGroup;
-#endif
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
@@ -100,14 +94,12 @@ DistributedOptions DistributedOptions::from_environment() {
 }
 
 void DistributedOptions::validate() const {
-  if (world_size < 1) throw Error("--world-size must be at least 1");
-  if (rank < 0 || rank >= world_size) {
+  options::check_ranges(*this, [](const options::Info& info) { return std::string("--") + info.flag; });
+  if (rank >= world_size) {
     throw Error("--rank " + std::to_string(rank) + " is outside the world of " + std::to_string(world_size) +
                 " ranks (0.." + std::to_string(world_size - 1) + ")");
   }
-  if (master_port < 1 || master_port > 65535) throw Error("--master-port must be in 1..65535");
   if (master_addr.empty()) throw Error("--master-addr is empty");
-  if (timeout.count() < 1) throw Error("--dist-timeout must be at least 1 second");
   if (local_world_size < 1) throw Error("LOCAL_WORLD_SIZE must be at least 1");
 }
 
@@ -121,7 +113,7 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
   options_.validate();
   const std::string endpoint = options_.master_addr + ":" + std::to_string(options_.master_port);
   const std::string me = "rank " + std::to_string(options_.rank) + " of " + std::to_string(options_.world_size);
-  const std::chrono::milliseconds timeout = options_.timeout;
+  const std::chrono::milliseconds timeout = options_.timeout();
 
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(options_.master_port);
@@ -139,7 +131,7 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
       }
       throw Error(me + ": cannot listen on " + endpoint + " (" + what + ")");
     }
-    throw Error(me + ": could not reach rank 0 at " + endpoint + " within " + std::to_string(options_.timeout.count()) +
+    throw Error(me + ": could not reach rank 0 at " + endpoint + " within " + std::to_string(options_.dist_timeout) +
                 " s (" + what + ")");
   }
 
@@ -161,7 +153,7 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
         int joined = 1;
         for (const auto& key : keys) joined += store.check({key}) ? 1 : 0;
         throw Error(me + ": only " + std::to_string(joined) + " of " + std::to_string(options_.world_size) +
-                    " ranks joined " + endpoint + " within " + std::to_string(options_.timeout.count()) +
+                    " ranks joined " + endpoint + " within " + std::to_string(options_.dist_timeout) +
                     " s (is --world-size right on every rank?)");
       }
       for (int r = 1; r < options_.world_size; ++r) {
@@ -183,7 +175,7 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
         store.wait({"luong/world"}, timeout);
       } catch (const std::exception&) {
         throw Error(me + ": rank 0 did not finish the rendezvous at " + endpoint + " within " +
-                    std::to_string(options_.timeout.count()) + " s (is --world-size right on every rank?)");
+                    std::to_string(options_.dist_timeout) + " s (is --world-size right on every rank?)");
       }
       const std::string theirs = text_of(store.get("luong/world"));
       store.set(rank_key + "/read", bytes_of("1"));
@@ -200,7 +192,10 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
 
   const auto group_store = c10::make_intrusive<c10d::PrefixStore>("luong/group", backend_->store);
   try {
-    if (device_.is_cuda()) {
+    const bool nccl = options_.dist_backend == DistBackend::kNccl ||
+                      (options_.dist_backend == DistBackend::kAuto && device_.is_cuda());
+    if (nccl && !device_.is_cuda()) throw Error("--dist-backend nccl needs --device cuda");
+    if (nccl) {
 #ifdef LUONG_WITH_NCCL
       auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
       nccl_options->timeout = timeout;
@@ -260,8 +255,7 @@ void DataParallel::build_buckets(const std::vector<torch::Tensor>& parameters) {
   close();
 }
 
-std::vector<double> DataParallel::sum_gradients(const std::vector<torch::Tensor>& parameters,
-                                                const std::vector<double>& scalars) {
+torch::Tensor DataParallel::sum_gradients(const std::vector<torch::Tensor>& parameters, const torch::Tensor& scalars) {
   torch::NoGradGuard no_grad;
   if (buckets_.empty()) build_buckets(parameters);
   const auto start = std::chrono::steady_clock::now();
@@ -278,7 +272,7 @@ std::vector<double> DataParallel::sum_gradients(const std::vector<torch::Tensor>
       offset += p.numel();
     }
   }
-  torch::Tensor totals = torch::tensor(scalars, torch::TensorOptions().dtype(torch::kFloat64)).to(device_);
+  torch::Tensor totals = scalars.to(device_, torch::kFloat64).clone();
   std::vector<c10::intrusive_ptr<c10d::Work>> pending;
   try {
     for (Bucket& bucket : buckets_) {
@@ -304,11 +298,9 @@ std::vector<double> DataParallel::sum_gradients(const std::vector<torch::Tensor>
       offset += p.numel();
     }
   }
-  const torch::Tensor host = totals.cpu();
-  std::vector<double> out(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
   allreduce_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ++allreduce_calls_;
-  return out;
+  return totals;
 }
 
 std::vector<double> DataParallel::sum(const std::vector<double>& scalars) {
@@ -344,7 +336,7 @@ std::string DataParallel::share(const std::string& key, const std::string& bytes
       backend_->store->set(full_key, bytes_of(bytes));
       return bytes;
     }
-    backend_->store->wait({full_key}, options_.timeout);
+    backend_->store->wait({full_key}, options_.timeout());
     return text_of(backend_->store->get(full_key));
   } catch (const std::exception& e) {
     throw Error(describe_failure("receiving " + key + " from rank 0", error_text(e)));

@@ -1,5 +1,7 @@
 #include "luong/training/fused_adam.h"
 
+#include "luong/util/target_clones.h"
+
 #include <ATen/Parallel.h>
 
 #include <cmath>
@@ -40,8 +42,7 @@ template <typename T>
   }
 }
 
-#define LUONG_ADAM_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define LUONG_ADAM_CLONES LUONG_X86_CLONES
 
 LUONG_ADAM_CLONES void adam_range_float(float* param, const float* grad, float* exp_avg, float* exp_avg_sq,
                                         float* max_exp_avg_sq, int64_t begin, int64_t end, const Coefficients& c) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "luong/util/crash_test_hooks.h"
 #include "luong/util/error.h"
 
 namespace luong {
@@ -26,14 +27,20 @@ void fsync_path(const std::string& path) {
 
 }  // namespace
 
-void kill_point() {
-  static const long target = [] {
-    const char* value = std::getenv("LUONG_KILL_AT");
-    return value != nullptr ? std::strtol(value, nullptr, 10) : 0L;
-  }();
-  static std::atomic<long> reached{0};
-  if (target > 0 && ++reached == target) ::kill(::getpid(), SIGKILL);
+namespace crash_test {
+namespace {
+std::function<void()>& hook() {
+  static std::function<void()> installed;
+  return installed;
 }
+}  // namespace
+
+void set_save_point_hook(std::function<void()> installed) { hook() = std::move(installed); }
+
+void save_point() {
+  if (hook()) hook()();
+}
+}  // namespace crash_test
 
 int remove_stale_temporaries(const std::string& directory) {
   namespace fs = std::filesystem;
@@ -62,36 +69,50 @@ std::string temporary_path_for(const std::string& path) {
 
 void commit_file(const std::string& temporary_path, const std::string& path) {
   fsync_path(temporary_path);
-  kill_point();
+  crash_test::save_point();
   std::error_code ec;
   std::filesystem::rename(temporary_path, path, ec);
   if (ec) {
     std::filesystem::remove(temporary_path, ec);
-    throw Error(path + ": cannot write (" + ec.message() + ")");
+    throw Error(printable(path) + ": cannot write (" + ec.message() + ")");
   }
   const std::string directory = std::filesystem::absolute(path).parent_path().string();
   fsync_path(directory);
-  kill_point();
+  crash_test::save_point();
 }
 
+namespace {
+
+// Writes `write`'s bytes into an open stream and checks every step.
+void write_checked(std::ofstream& out, const std::string& path, const std::function<void(std::ostream&)>& write) {
+  if (!out) throw Error(printable(path) + ": cannot open for writing (" + std::strerror(errno) + ")");
+  write(out);
+  out.flush();
+  if (!out) throw Error(printable(path) + ": write failed (" + std::strerror(errno) + ")");
+  out.close();
+  if (out.fail()) throw Error(printable(path) + ": write failed (" + std::strerror(errno) + ")");
+}
+
+}  // namespace
+
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  // A device or pipe (/dev/stdout, /dev/full, a FIFO) is written in place: a temporary beside it
+  // renamed over it would replace the device node.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    if (std::filesystem::is_directory(status)) throw Error(printable(path) + ": is a directory");
+    std::ofstream out(path, std::ios::binary);
+    write_checked(out, path, write);
+    return;
+  }
   const std::string temporary = temporary_path_for(path);
-  {
+  try {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error(path + ": cannot open for writing");
-    try {
-      write(out);
-    } catch (...) {
-      out.close();
-      std::remove(temporary.c_str());
-      throw;
-    }
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(temporary.c_str());
-      throw Error(path + ": write failed (disk full?)");
-    }
+    write_checked(out, path, write);
+  } catch (...) {
+    std::remove(temporary.c_str());
+    throw;
   }
   commit_file(temporary, path);
 }

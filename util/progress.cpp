@@ -38,9 +38,9 @@ double Progress::rate() const {
   return seconds > 0 ? static_cast<double>(done_) / seconds : 0.0;
 }
 
-void Progress::advance(std::int64_t done, const std::string& detail) {
+void Progress::advance(std::int64_t done, std::function<std::string()> detail) {
   done_ += done;
-  detail_ = detail;
+  detail_ = std::move(detail);
   const auto now = std::chrono::steady_clock::now();
   // A terminal is redrawn ~5 times a second; a log gets a line every 10 s at most.
   const double interval = tty_ ? 0.2 : 10.0;
@@ -65,8 +65,9 @@ void Progress::draw(bool final) {
   if (total_ > 0 && r > 0) eta = format_duration(static_cast<double>(total_ - done_) / r);
   char percent[16] = "";
   if (total_ > 0) std::snprintf(percent, sizeof percent, "%5.1f%% ", 100.0 * done_ / total_);
+  const std::string detail = detail_ ? detail_() : std::string();
   std::fprintf(stream_, "%s%s %s%.0f %s/s, ETA %s%s%s%s", tty_ ? "\r\033[K" : "", label_.c_str(), percent, r,
-               unit_.c_str(), final ? "0s" : eta.c_str(), detail_.empty() ? "" : ", ", detail_.c_str(),
+               unit_.c_str(), final ? "0s" : eta.c_str(), detail.empty() ? "" : ", ", detail.c_str(),
                tty_ ? "" : "\n");
   std::fflush(stream_);
 }

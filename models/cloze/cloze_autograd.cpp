@@ -30,12 +30,10 @@ torch::Tensor ClozeAutogradImpl::forward(const std::vector<int>& idx) {
   return -torch::log_softmax(scores, 1).gather(1, ids.unsqueeze(1)).sum();
 }
 
-std::vector<GradientDifference> compare_gradients(const ClozeParameters& params, const std::vector<int>& idx) {
+std::vector<GradientDifference> compare_gradients(ClozeKernels kernels, const ClozeParameters& params,
+                                                  const std::vector<int>& idx) {
   ClozeParameters grads(params.dims);
-  ClozeTransposes transposes;
-  transposes.update(params);
-  ClozeWorkspace ws(params.dims, static_cast<int>(idx.size()));
-  cloze_forward_backward(params, transposes, idx.data(), static_cast<int>(idx.size()), grads, ws);
+  cloze_forward_backward(kernels, params, idx.data(), static_cast<int>(idx.size()), grads);
 
   ClozeAutograd model(params);
   model->forward(idx).backward();

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <ostream>
 
+#include "luong/cloze/cloze_kernels.h"
 #include "luong/cloze/udhr_corpus.h"
 #include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
@@ -34,11 +35,10 @@ std::string format_fixed(double v) {
 }  // namespace
 
 ClozeRunReport run_cloze(const ClozeRunOptions& options, std::ostream& out) {
-  if (options.updates < 1) throw Error("--epochs must be at least 1");
-  if (options.init != "numpy" && options.init != "torch") throw Error("--init must be numpy or torch");
+  options::check_ranges(options, [](const options::Info& info) { return std::string("--") + info.flag; });
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
-  if (!fs::is_directory(options.out_dir)) throw Error(options.out_dir + ": cannot create output directory");
+  if (!fs::is_directory(options.out_dir)) throw Error(printable(options.out_dir) + ": cannot create output directory");
 
   const ClozeCorpus corpus = make_cloze_corpus();
   out << "[B-tokens] " << corpus.sentences.size() << " sentences, " << corpus.vocabulary.size() << " distinct tokens\n";
@@ -46,29 +46,29 @@ ClozeRunReport run_cloze(const ClozeRunOptions& options, std::ostream& out) {
   ClozeDims dims;
   dims.vocab = static_cast<int>(corpus.vocabulary.size());
   ClozeParameters params(dims);
-  if (options.init == "numpy") {
-    init_numpy(params, options.seed);
+  if (options.init == ClozeInit::kNumpy) {
+    init_numpy(params, static_cast<unsigned>(options.seed));
   } else {
     if (!options.torch_randn) throw Error("--init torch needs LibTorch, which this build cannot load");
-    const std::vector<double> draws = options.torch_randn(params.data.size(), options.seed);
+    const std::vector<double> draws = options.torch_randn(params.data.size(), static_cast<unsigned>(options.seed));
     for (std::size_t i = 0; i < params.data.size(); ++i) params.data[i] = 0.1 * draws[i];
   }
 
-  const int threads = options.threads > 0 ? options.threads : available_cores();
+  const int threads = options.threads > 0 ? static_cast<int>(options.threads) : available_cores();
   ClozeRunReport report;
-  const ClozeTrainResult trained = train_cloze(params, corpus.ids, options.updates, threads);
+  const ClozeTrainResult trained = train_cloze(params, corpus.ids, static_cast<int>(options.updates), threads);
   report.loss_curve = trained.loss_curve;
   report.train_seconds = trained.seconds;
   double flops_per_update = 0;
   for (const auto& ids : corpus.ids) flops_per_update += cloze_sentence_flops(dims, static_cast<int>(ids.size()));
-  report.gflop = flops_per_update * options.updates / 1e9;
+  report.gflop = flops_per_update * static_cast<double>(options.updates) / 1e9;
 
   char line[160];
   std::snprintf(line, sizeof line, "[B-train] initial loss = %.4f, final loss = %.4f", report.loss_curve.front().second,
                 report.loss_curve.back().second);
   out << line << "\n";
-  std::snprintf(line, sizeof line, "[B-train] %d updates in %.3f s on %d threads: %.2f GFLOP, %.2f GFLOP/s",
-                options.updates, report.train_seconds, threads, report.gflop, report.gflop / report.train_seconds);
+  std::snprintf(line, sizeof line, "[B-train] %lld updates in %.3f s on %d threads: %.2f GFLOP, %.2f GFLOP/s",
+                static_cast<long long>(options.updates), report.train_seconds, threads, report.gflop, report.gflop / report.train_seconds);
   out << line << "\n";
 
   const auto& display = display_sentence();
@@ -100,21 +100,26 @@ ClozeRunReport run_cloze(const ClozeRunOptions& options, std::ostream& out) {
   });
   out << "[B-csv] saved " << weights_path << "\n";
 
-  Canvas canvas(935, 400);
-  Series curve;
+  LineSeries curve;
   for (const auto& [update, loss] : report.loss_curve) {
     curve.x.push_back(update);
     curve.y.push_back(loss);
   }
-  draw_line_chart(canvas, {0, 0, 440, 400}, {curve}, "training loss", "update", "loss per predicted token");
-  std::vector<std::vector<double>> matrix(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n)));
+  HeatMap map;
+  map.values.assign(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n)));
   for (int q = 0; q < n; ++q) {
-    for (int k = 0; k < n; ++k) matrix[static_cast<std::size_t>(q)][static_cast<std::size_t>(k)] = report.display_attention[static_cast<std::size_t>(q * n + k)];
+    for (int k = 0; k < n; ++k) map.values[static_cast<std::size_t>(q)][static_cast<std::size_t>(k)] = report.display_attention[static_cast<std::size_t>(q * n + k)];
   }
-  draw_heatmap(canvas, {450, 0, 485, 400}, matrix, display, display, "learned attention weights", "key token (searched)",
-               "query token (searching)");
+  map.row_labels = map.column_labels = display;
+  map.title = "learned attention weights";
+  map.x_label = "key token (searched)";
+  map.y_label = "query token (searching)";
+  const HeatMapLayout layout = heat_map_layout(map, 26);
+  Figure figure(460 + layout.width, std::max(420, layout.height));
+  figure.line_chart({0, 0, 450, 420}, {"training loss", "update", "loss per predicted token", {curve}});
+  figure.heat_map(460, 0, map, 26);
   const std::string png_path = (fs::path(options.out_dir) / "attention.png").string();
-  canvas.save_png(png_path);
+  figure.save_png(png_path);
   out << "[B-preview] saved " << png_path << "\n";
   return report;
 }

@@ -1,10 +1,10 @@
 #pragma once
-// The `luong` subcommands. Each parses its own options and returns the process exit status:
-// 0 success, 1 usage error, 2 bad input (luong::Error), 3 failed check (gradcheck past tolerance),
-// 130 interrupted (training saved a checkpoint).
+// The `luong` subcommands. Each parses its own options into the library's option structs and
+// returns the process exit status: 0 success, 2 bad input or a failure (one line on stderr),
+// 3 failed check (gradcheck past tolerance), 130 interrupted (training saved a checkpoint).
 //
-// The `luong` executable does not link LibTorch: loading it costs ~0.6 s of relocations and static
-// operator registration, more than the whole cloze run. The commands that need it live in
+// The `luong` executable does not link LibTorch: loading it (and the CUDA libraries the torch wheel
+// brings) costs ~0.5 s, more than the whole cloze run. The commands that need it live in
 // libluong_commands.so, loaded on first use (run_in_commands_module).
 #include <cstddef>
 #include <functional>
@@ -21,6 +21,8 @@ int evaluate_command(int argc, char** argv);
 int translate_command(int argc, char** argv);
 int trace_command(int argc, char** argv);
 int gradcheck_command(int argc, char** argv);
+/// `luong --version`'s lines after the first.
+int version_command(int argc, char** argv);
 
 /// Loads libluong_commands.so (beside the executable, in ../lib, in $LUONG_COMMANDS_MODULE or the
 /// install directory) and runs the command `name` there. Throws luong::Error if it cannot be loaded.

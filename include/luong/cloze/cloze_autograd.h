@@ -28,7 +28,8 @@ struct GradientDifference {
   double max_rel = 0;  ///< max |manual - autograd| / max |autograd| over the tensor
 };
 
-/// Gradients of one sentence by hand and by autograd, compared per parameter.
-std::vector<GradientDifference> compare_gradients(const ClozeParameters& params, const std::vector<int>& idx);
+/// Gradients of one sentence by hand (with `kernels`) and by autograd, compared per parameter.
+std::vector<GradientDifference> compare_gradients(ClozeKernels kernels, const ClozeParameters& params,
+                                                  const std::vector<int>& idx);
 
 }  // namespace luong::cloze

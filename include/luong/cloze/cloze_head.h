@@ -4,9 +4,10 @@
 // comments, all arrays are row-major doubles, and every backward *accumulates* (+=) into its
 // gradient buffers, so callers zero them first.
 //
-// Every kernel rounds exactly as the seed's numpy does on x86-64 with FMA (OpenBLAS's dgemm,
-// numpy's pairwise sums, glibc's exp and log), so that the chaotic training follows the seed's
-// trajectory to the last bit instead of ending in another minimum: see cloze_head.cpp.
+// These layers (cloze_reference.cpp) are the readable reference: plain loops, portable C++. The
+// training runs the same layers in cloze_kernels.h, rounded exactly as the seed's numpy rounds them
+// (OpenBLAS's dgemm order, numpy's pairwise sums, glibc's exp), so that the chaotic run follows the
+// seed's trajectory to the last bit; cloze_forward_backward() reaches either.
 //
 //   X = E[idx]                    (n, d)
 //   Q = X W_Q, K = X W_K, V = X W_V
@@ -85,30 +86,23 @@ struct ClozeParameters {
   Slice slice(int which) const;
 };
 
-/// Transposed weights for the backward pass, refreshed once per update.
-struct ClozeTransposes {
-  std::vector<double> W_Q_t, W_K_t, W_V_t, W_O_t;
-  void update(const ClozeParameters& p);
-};
-
-/// Per-sentence activations (sized for the longest sentence).
-struct ClozeWorkspace {
-  ClozeWorkspace(const ClozeDims& dims, int max_tokens);
-  std::vector<double> X, Q, K, K_t, V, V_t, S, A, Z, scores, P;
-  std::vector<double> dX, dQ, dK, dV, dS, dA, dZ, dscores;
-};
-
-/// Forward and backward for one sentence: returns the loss (summed over its tokens) and accumulates
-/// d(loss)/d(parameters) into `grads`.
-double cloze_forward_backward(const ClozeParameters& params, const ClozeTransposes& transposes, const int* idx, int n,
-                              ClozeParameters& grads, ClozeWorkspace& ws);
-
-/// Forward only: the attention matrix A [n,n] of one sentence (for the display heat map).
-std::vector<double> cloze_attention(const ClozeParameters& params, const int* idx, int n);
-
 /// Initialisation as the seed: 0.1 * np.random.randn for E, W_Q, W_K, W_V, W_O in that order after
 /// np.random.seed(seed).
 void init_numpy(ClozeParameters& params, unsigned seed = 0);
+
+/// The two implementations of the same function.
+enum class ClozeKernels {
+  kReference,   ///< the layer pairs above (cloze_reference.cpp)
+  kNumpyExact,  ///< rounded as the seed's numpy (cloze_kernels.h): what training runs
+};
+
+/// Forward and backward for one sentence idx[0..n): returns the loss summed over its tokens and
+/// accumulates d(loss)/d(parameters) into `grads`.
+double cloze_forward_backward(ClozeKernels kernels, const ClozeParameters& params, const int* idx, int n,
+                              ClozeParameters& grads);
+
+/// The reference forward and backward of one sentence (what cloze_forward_backward(kReference) runs).
+double cloze_forward_backward_reference(const ClozeParameters& params, const int* idx, int n, ClozeParameters& grads);
 
 struct AdamOptions {
   double lr = 0.02;
@@ -116,58 +110,5 @@ struct AdamOptions {
   double beta2 = 0.999;
   double eps = 1e-8;
 };
-
-/// The whole corpus as one batch: the sentences run in parallel, each into its own gradient
-/// buffers; then the gradients are summed in sentence order (and Adam applied) over parameter
-/// ranges in parallel. The result is bit-identical to the seed's serial loop for any thread count.
-class ClozeBatch {
- public:
-  ClozeBatch(const ClozeDims& dims, const std::vector<std::vector<int>>& sentences);
-
-  /// Sets `grads` to d(loss)/d(parameters) summed over all sentences; returns the summed loss.
-  double forward_backward(const ClozeParameters& params, ClozeParameters& grads, int threads);
-
-  /// One Adam step of the seed's training.
-  struct AdamStep {
-    std::vector<double>* m;
-    std::vector<double>* v;
-    double correction1, correction2;  ///< 1 - beta1^step, 1 - beta2^step
-    double sentences;                 ///< the gradient is averaged over sentences (divided by this)
-    AdamOptions options;
-  };
-  /// forward_backward, then the Adam step on `params`, in one parallel region.
-  double update(ClozeParameters& params, ClozeParameters& grads, const AdamStep& adam, int threads);
-
-  int tokens() const { return total_; }
-
- private:
-  /// updated_params: params' own buffer when `adam` is given (params are read-only until then).
-  double run(const ClozeParameters& params, ClozeParameters& grads, int threads, const AdamStep* adam,
-             double* updated_params);
-  void sentence_pass(int sentence, const ClozeParameters& params, ClozeWorkspace& ws);
-
-  ClozeDims dims_;
-  std::vector<int> idx_;                // all token ids, sentence after sentence
-  std::vector<int> sentence_begin_;     // size sentences + 1
-  std::vector<int> sentence_order_;     // longest first: the order threads take sentences in
-  int total_ = 0;
-  int longest_ = 0;
-  std::vector<double> sentence_weights_;  // per sentence: its W_Q, W_K, W_V, W_O gradients
-  std::vector<double> sentence_loss_;
-  std::vector<double> dX_;                // [tokens, d]: d(loss)/dX of every token
-  std::vector<ClozeWorkspace> workspaces_;  // one per thread
-  ClozeTransposes transposes_;
-};
-
-struct ClozeTrainResult {
-  std::vector<std::pair<int, double>> loss_curve;  ///< (update, mean loss per token): update 1 and every 20th
-  double seconds = 0;
-};
-
-/// The seed's training loop: `updates` full-corpus Adam steps with the gradient averaged over
-/// sentences. Sentences run on `threads` threads, each into its own gradient buffer, summed in
-/// sentence order so the result does not depend on the thread count.
-ClozeTrainResult train_cloze(ClozeParameters& params, const std::vector<std::vector<int>>& sentences, int updates,
-                             int threads, const AdamOptions& options = {});
 
 }  // namespace luong::cloze

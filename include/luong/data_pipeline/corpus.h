@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "luong/util/options.h"
+
 namespace luong::data {
 
 /// One sentence pair; `line` is the 1-based line number in the source file(s), kept so that
@@ -26,7 +28,6 @@ struct CorpusSpec {
   bool reverse = false;
 };
 
-CorpusFormat parse_corpus_format(const std::string& name);
 
 /// `english<TAB>arabic[<TAB>attribution...]` per line; blank lines are skipped, CR-LF accepted.
 /// Throws DataError naming file and line for a missing file, a line without a tab, an empty
@@ -48,3 +49,9 @@ std::vector<SentencePair> parse_opus(std::istream& english, const std::string& e
 std::vector<SentencePair> read_corpus(const CorpusSpec& spec);
 
 }  // namespace luong::data
+
+template <>
+struct luong::options::EnumNames<luong::data::CorpusFormat> {
+  static constexpr std::pair<luong::data::CorpusFormat, const char*> values[] = {
+      {luong::data::CorpusFormat::kTsv, "tsv"}, {luong::data::CorpusFormat::kOpus, "opus"}};
+};

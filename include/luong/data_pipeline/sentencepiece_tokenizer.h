@@ -7,10 +7,11 @@
 
 namespace luong::data {
 
+enum class SentencePieceModel { kUnigram, kBpe };
+
 struct SentencePieceTrainOptions {
   int vocab_size = 4000;
-  /// "unigram" or "bpe".
-  std::string model_type = "unigram";
+  SentencePieceModel model_type = SentencePieceModel::kUnigram;
   double character_coverage = 1.0;
   int seed_sentencepiece_size = 100000;
 };
@@ -43,3 +44,9 @@ class SentencePieceTokenizer final : public Tokenizer {
 };
 
 }  // namespace luong::data
+
+template <>
+struct luong::options::EnumNames<luong::data::SentencePieceModel> {
+  static constexpr std::pair<luong::data::SentencePieceModel, const char*> values[] = {
+      {luong::data::SentencePieceModel::kUnigram, "unigram"}, {luong::data::SentencePieceModel::kBpe, "bpe"}};
+};

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "luong/util/options.h"
+
 namespace luong::data {
 
 class Tokenizer {
@@ -18,7 +20,15 @@ class Tokenizer {
   virtual std::string kind() const = 0;
 };
 
-/// The tokenizer of a saved run: "word", or "spm" with the model file at `model_path`.
-std::unique_ptr<Tokenizer> load_tokenizer(const std::string& kind, const std::string& model_path = "");
+enum class TokenizerKind { kWord, kSpm };
+
+/// The tokenizer of a saved run: the word tokenizer, or sentencepiece with the model at `model_path`.
+std::unique_ptr<Tokenizer> load_tokenizer(TokenizerKind kind, const std::string& model_path = "");
 
 }  // namespace luong::data
+
+template <>
+struct luong::options::EnumNames<luong::data::TokenizerKind> {
+  static constexpr std::pair<luong::data::TokenizerKind, const char*> values[] = {
+      {luong::data::TokenizerKind::kWord, "word"}, {luong::data::TokenizerKind::kSpm, "spm"}};
+};

@@ -6,16 +6,24 @@
 #include <vector>
 
 #include "luong/models/seq2seq.h"
+#include "luong/util/options.h"
 
 namespace luong::evaluation {
 
+// X(type, name, default, flag, group, help, range, on_resume): see luong/util/options.h.
+#define LUONG_SEARCH_OPTIONS(X)                                                                                 \
+  X(std::int64_t, beam, 1, "beam", "search", "beam width (1 = greedy)", ::luong::options::closed(1, 64),         \
+    kMayChange)                                                                                                 \
+  X(double, alpha, 0.6, "alpha", "search",                                                                       \
+    "length normalisation: hypotheses ranked by log p / length^alpha (0 = raw log p)",                           \
+    ::luong::options::closed(0, 10), kMayChange)                                                                \
+  X(std::int64_t, max_len, 50, "max-len", "search", "most target tokens per sentence (<eos> included)",          \
+    ::luong::options::closed(1, 1000), kMayChange)                                                              \
+  X(std::int64_t, batch, 64, "batch", "search", "sentences translated together",                                 \
+    ::luong::options::closed(1, 4096), kMayChange)
+
 struct SearchOptions {
-  /// Beam width; 1 is greedy decoding.
-  int beam = 1;
-  /// Length normalisation: hypotheses are ranked by log p / length^alpha (0 = raw log p).
-  double alpha = 0.6;
-  /// Most target tokens produced per sentence (<eos> included).
-  int max_len = 50;
+  LUONG_OPTIONS_STRUCT_BODY(LUONG_SEARCH_OPTIONS)
   /// Keep each step's attention weights (for trace).
   bool keep_attention = false;
 };

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "luong/evaluation/search.h"
-#include "luong/training/run_directory.h"
+#include "luong/run/run_directory.h"
 
 namespace luong::evaluation {
 
@@ -18,16 +18,16 @@ struct Translation {
 
 class Translator {
  public:
-  explicit Translator(training::TrainedModel& trained) : trained_(trained) {}
+  explicit Translator(run::TrainedModel& trained) : trained_(trained) {}
 
-  /// Translates `sentences` in batches of `batch_size` sentences of similar length (results in input
-  /// order); an empty (or all-whitespace) sentence gives
-  /// an empty translation. Sources longer than `max_source_tokens` are cut there.
+  /// Translates `sentences` in batches of options.batch sentences of similar length (results in
+  /// input order); an empty (or all-whitespace) sentence gives an empty translation. Sources longer
+  /// than `max_source_tokens` are cut there.
   std::vector<Translation> translate(const std::vector<std::string>& sentences, const SearchOptions& options,
-                                     int batch_size = 64, int max_source_tokens = 400);
+                                     int max_source_tokens = 400);
 
  private:
-  training::TrainedModel& trained_;
+  run::TrainedModel& trained_;
 };
 
 }  // namespace luong::evaluation

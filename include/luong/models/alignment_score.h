@@ -7,13 +7,12 @@
 
 #include <string>
 
+#include "luong/util/options.h"
+
 namespace luong::models {
 
 enum class ScoreKind { kDot, kGeneral, kConcat };
 
-/// "dot", "general" or "concat"; throws luong::Error otherwise.
-ScoreKind parse_score_kind(const std::string& name);
-std::string to_string(ScoreKind kind);
 
 struct AlignmentScoreOptions {
   explicit AlignmentScoreOptions(int64_t hidden_size) : hidden_size_(hidden_size) {}
@@ -45,3 +44,11 @@ class AlignmentScoreImpl : public torch::nn::Cloneable<AlignmentScoreImpl> {
 TORCH_MODULE(AlignmentScore);
 
 }  // namespace luong::models
+
+template <>
+struct luong::options::EnumNames<luong::models::ScoreKind> {
+  static constexpr std::pair<luong::models::ScoreKind, const char*> values[] = {
+      {luong::models::ScoreKind::kDot, "dot"},
+      {luong::models::ScoreKind::kGeneral, "general"},
+      {luong::models::ScoreKind::kConcat, "concat"}};
+};

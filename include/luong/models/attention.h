@@ -11,9 +11,6 @@ namespace luong::models {
 
 enum class AttentionKind { kGlobal, kLocalMonotonic, kLocalPredictive };
 
-/// "dot"/"general"/"concat" (global with that score), "global", "local-m" or "local-p".
-AttentionKind parse_attention_kind(const std::string& name);
-std::string to_string(AttentionKind kind);
 
 /// Everything that selects and sizes an attention module (what config.json records).
 struct AttentionConfig {
@@ -70,3 +67,11 @@ class AttentionImpl : public torch::nn::Module {
 std::shared_ptr<AttentionImpl> make_attention(const AttentionConfig& config, int64_t hidden_size);
 
 }  // namespace luong::models
+
+template <>
+struct luong::options::EnumNames<luong::models::AttentionKind> {
+  static constexpr std::pair<luong::models::AttentionKind, const char*> values[] = {
+      {luong::models::AttentionKind::kGlobal, "global"},
+      {luong::models::AttentionKind::kLocalMonotonic, "local-m"},
+      {luong::models::AttentionKind::kLocalPredictive, "local-p"}};
+};

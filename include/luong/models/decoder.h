@@ -16,6 +16,7 @@ class DecoderImpl : public DecoderInterface {
                    int64_t t) override;
   AttentionImpl& attention() override { return *attention_; }
   const DecoderOptions& decoder_options() const override { return options; }
+  void set_fused(bool fused) override { options.fused(fused); }
 
   DecoderOptions options;
 

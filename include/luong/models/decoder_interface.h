@@ -13,8 +13,6 @@ enum class DecoderKind {
   kBahdanau,  ///< the notebook's `Decoder`: attention on h_{t-1}, context fed into the GRU
   kLuong,     ///< the notebook's `LuongDecoder`: input feeding, attention on h_t, h~ = tanh(Wc[c; h_t])
 };
-DecoderKind parse_decoder_kind(const std::string& name);
-std::string to_string(DecoderKind kind);
 
 struct DecoderOptions {
   DecoderOptions(int64_t vocab_size, int64_t embed_size, int64_t hidden_size)
@@ -26,6 +24,10 @@ struct DecoderOptions {
   /// Dropout between GRU layers (layers > 1).
   TORCH_ARG(double, dropout) = 0.0;
   TORCH_ARG(AttentionConfig, attention) = AttentionConfig{};
+  /// On the CPU, use the hand-differentiated kernels where they apply: the teacher-forced
+  /// LuongDecoder with one layer and global dot/general attention (fused_recurrence.h), and the
+  /// vocabulary projection with its cross-entropy (linear_cross_entropy.h).
+  TORCH_ARG(bool, fused) = true;
 };
 
 struct DecoderState {
@@ -42,6 +44,12 @@ struct DecoderStep {
   DecoderState state;       ///< the state after this step
 };
 
+/// Teacher forcing's result.
+struct TeacherForced {
+  torch::Tensor features;  ///< [B, T, H]: what `fc` turns into logits
+  torch::Tensor weights;   ///< [B, T, S] attention weights; undefined unless asked for
+};
+
 class DecoderInterface : public torch::nn::Module {
  public:
   /// encoder_hidden [layers, B, H] -> the state before the first step.
@@ -52,8 +60,18 @@ class DecoderInterface : public torch::nn::Module {
   /// features [..., H] -> logits [..., V].
   torch::Tensor project(const torch::Tensor& features) { return fc(features); }
 
+  /// Teacher forcing over dec_in [B, T] (<sos> + target) from `state`: every step of `step`, or a
+  /// fused kernel where the decoder has one (never when `keep_weights`).
+  virtual TeacherForced teacher_forced(const torch::Tensor& dec_in, const DecoderState& state,
+                                       const AttentionMemory& memory, bool keep_weights);
+  /// Cross-entropy of features [N, H] against targets [N] -> [N]: the vocabulary projection and the
+  /// loss as one fused node on the CPU (options.fused), LibTorch's ops elsewhere.
+  torch::Tensor token_losses(const torch::Tensor& features, const torch::Tensor& targets);
+
   virtual AttentionImpl& attention() = 0;
   virtual const DecoderOptions& decoder_options() const = 0;
+  /// Switches the fused kernels on or off (DecoderOptions::fused).
+  virtual void set_fused(bool fused) = 0;
 
   torch::nn::Embedding embedding{nullptr};
   torch::nn::GRU gru{nullptr};
@@ -69,3 +87,9 @@ torch::Tensor gru_step(torch::nn::GRU& gru, const torch::Tensor& input, const to
 std::shared_ptr<DecoderInterface> make_decoder(DecoderKind kind, const DecoderOptions& options);
 
 }  // namespace luong::models
+
+template <>
+struct luong::options::EnumNames<luong::models::DecoderKind> {
+  static constexpr std::pair<luong::models::DecoderKind, const char*> values[] = {
+      {luong::models::DecoderKind::kLuong, "luong"}, {luong::models::DecoderKind::kBahdanau, "bahdanau"}};
+};

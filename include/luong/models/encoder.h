@@ -18,6 +18,9 @@ struct EncoderOptions {
   TORCH_ARG(double, dropout) = 0.0;
   /// A bidirectional GRU; `bridge` maps [forward; backward] (2H) back to H for outputs and state.
   TORCH_ARG(bool, bidirectional) = false;
+  /// On the CPU, run the GRU through the hand-differentiated kernel of fused_recurrence.h where the
+  /// architecture allows (one layer, one direction); elsewhere, and on CUDA (cuDNN), LibTorch's module.
+  TORCH_ARG(bool, fused) = true;
 };
 
 class EncoderImpl : public torch::nn::Cloneable<EncoderImpl> {
@@ -28,6 +31,8 @@ class EncoderImpl : public torch::nn::Cloneable<EncoderImpl> {
   /// src [B, S] int64 (0 = <pad>), lengths [B] int64 (CPU or device) ->
   ///   outputs [B, S, H] (zero on padding), hidden [layers, B, H].
   std::tuple<torch::Tensor, torch::Tensor> forward(const torch::Tensor& src, const torch::Tensor& lengths);
+  /// Whether forward() takes the fused kernel for inputs on `device`.
+  bool uses_fused_kernel(const torch::Device& device) const;
 
   EncoderOptions options;
   torch::nn::Embedding embedding{nullptr};

@@ -15,8 +15,14 @@ class LuongDecoderImpl : public DecoderInterface {
   /// h_t = GRU([emb(y_{t-1}); h~_{t-1}], h_{t-1}); c_t from a(h_t); features = h~_t [B, H].
   DecoderStep step(const torch::Tensor& previous_word, const DecoderState& state, const AttentionMemory& memory,
                    int64_t t) override;
+  /// The fused kernel on the CPU with one layer and global dot/general attention.
+  TeacherForced teacher_forced(const torch::Tensor& dec_in, const DecoderState& state, const AttentionMemory& memory,
+                               bool keep_weights) override;
+  /// Whether teacher_forced() takes the fused kernel for tensors on `device`.
+  bool uses_fused_kernel(const torch::Device& device) const;
   AttentionImpl& attention() override { return *attention_; }
   const DecoderOptions& decoder_options() const override { return options; }
+  void set_fused(bool fused) override { options.fused(fused); }
 
   DecoderOptions options;
   torch::nn::Linear Wc{nullptr};  ///< [H, 2H] over [c_t; h_t]

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "luong/data_pipeline/batching.h"
 #include "luong/models/decoder_interface.h"
 #include "luong/models/encoder.h"
 
@@ -22,10 +23,9 @@ struct Seq2SeqOptions {
   TORCH_ARG(bool, bidirectional) = false;
   TORCH_ARG(DecoderKind, decoder) = DecoderKind::kLuong;
   TORCH_ARG(AttentionConfig, attention) = AttentionConfig{};
-  /// On the CPU, run the recurrences through the hand-differentiated kernels of
-  /// fused_recurrence.h where the architecture allows (one layer, unidirectional encoder; for
-  /// training, the LuongDecoder with global dot or general attention), and the loss through
-  /// linear_cross_entropy.h. The same function; about 2x the training throughput.
+  /// Let the encoder and decoder use their hand-differentiated CPU kernels where the architecture
+  /// allows (EncoderOptions::fused, DecoderOptions::fused): the same function at about 2x the
+  /// training throughput. Each module makes the choice itself, per device.
   TORCH_ARG(bool, fused) = true;
 };
 
@@ -59,24 +59,24 @@ class Seq2SeqImpl : public torch::nn::Module {
   /// src [B, S], src_lengths [B] -> attention memory and the decoder's initial state.
   EncodedSource encode(const torch::Tensor& src, const torch::Tensor& src_lengths);
 
-  /// Teacher forcing: dec_in [B, T] (<sos> + target) -> decoder features [B, T, H] and attention
-  /// weights [B, T, S], running decoder->step once per position (the module path, never fused).
-  std::pair<torch::Tensor, torch::Tensor> decode_teacher_forced(const EncodedSource& encoded,
-                                                                const torch::Tensor& dec_in);
-
-  /// src [B, S], src_lengths [B], dec_in [B, T] -> logits [B, T, V], attention [B, T, S].
+  /// src [B, S], src_lengths [B], dec_in [B, T] -> logits [B, T, V], attention [B, T, S] (the step
+  /// path, since it keeps the attention weights).
   Seq2SeqOutput forward(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in);
 
   /// Cross-entropy over the non-padding entries of dec_tgt [B, T]; the vocabulary projection runs
-  /// only on those positions. Uses the fused recurrences where options.fused() allows.
+  /// only on those positions.
   LossOutput loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
                   const torch::Tensor& dec_tgt, LossAverage average = LossAverage::kToken);
+  /// loss() of a batch, whose precomputed target rows spare the device a host round trip.
+  LossOutput loss(const data::Batch& batch, LossAverage average = LossAverage::kToken);
 
   /// As loss(), but `loss` is the sum over non-padding entries of dec_tgt [B, T] of cross-entropy
   /// times step_weights[t] (step_weights [T'] with T' >= T, float64 on the CPU). Lets a data-parallel
   /// rank normalise its rows by the counts of the whole global batch.
-  LossOutput weighted_loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
-                           const torch::Tensor& dec_tgt, const torch::Tensor& step_weights);
+  LossOutput weighted_loss(const data::Batch& batch, const torch::Tensor& step_weights);
+
+  /// Switches every module's fused kernels on or off (Seq2SeqOptions::fused).
+  void set_fused(bool fused);
 
   Seq2SeqOptions options;
   Encoder encoder{nullptr};
@@ -87,11 +87,17 @@ class Seq2SeqImpl : public torch::nn::Module {
     torch::Tensor per_token;  ///< [N] cross-entropy of each non-padding target entry
     torch::Tensor rows;       ///< [N] its flat index b * T + t into dec_tgt
   };
-  bool fused_encoder(const torch::Tensor& src) const;
-  bool fused_decoder(const torch::Tensor& src) const;
+  /// rows: the flat indices of dec_tgt's non-padding entries.
   TokenLosses token_losses(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
-                           const torch::Tensor& dec_tgt);
+                           const torch::Tensor& dec_tgt, const torch::Tensor& rows);
+  LossOutput average_loss(const TokenLosses& losses, int64_t steps, LossAverage average) const;
 };
 TORCH_MODULE(Seq2Seq);
 
 }  // namespace luong::models
+
+template <>
+struct luong::options::EnumNames<luong::models::LossAverage> {
+  static constexpr std::pair<luong::models::LossAverage, const char*> values[] = {
+      {luong::models::LossAverage::kToken, "token"}, {luong::models::LossAverage::kStep, "step"}};
+};

@@ -10,22 +10,54 @@
 #include <string>
 #include <vector>
 
+#include "luong/util/options.h"
+
 namespace luong::training {
 
+enum class DistBackend { kAuto, kGloo, kNccl };
+
+}  // namespace luong::training
+
+template <>
+struct luong::options::EnumNames<luong::training::DistBackend> {
+  static constexpr std::pair<luong::training::DistBackend, const char*> values[] = {
+      {luong::training::DistBackend::kAuto, "auto"},
+      {luong::training::DistBackend::kGloo, "gloo"},
+      {luong::training::DistBackend::kNccl, "nccl"}};
+};
+
+namespace luong::training {
+
+// X(type, name, default, flag, group, help, range, on_resume): see luong/util/options.h. The
+// defaults are overridden by torchrun's variables (from_environment), and the flags override those.
+#define LUONG_DISTRIBUTED_OPTIONS(X)                                                                            \
+  X(std::int64_t, world_size, 1, "world-size", "distributed",                                                   \
+    "processes in the data-parallel job; --batch is the global batch (default: $WORLD_SIZE or 1)",               \
+    ::luong::options::closed(1, 65536), kMayChange)                                                             \
+  X(std::int64_t, rank, 0, "rank", "distributed",                                                               \
+    "this process's rank, 0..world-size-1; rank 0 writes the run directory (default: $RANK or 0)",               \
+    ::luong::options::closed(0, 65535), kMayChange)                                                             \
+  X(std::string, master_addr, "127.0.0.1", "master-addr", "distributed", "address of rank 0 ($MASTER_ADDR)",     \
+    ::luong::options::kAnyValue, kMayChange)                                                                    \
+  X(std::int64_t, master_port, 29500, "master-port", "distributed", "port rank 0 listens on ($MASTER_PORT)",     \
+    ::luong::options::closed(1, 65535), kMayChange)                                                             \
+  X(std::int64_t, dist_timeout, 300, "dist-timeout", "distributed",                                             \
+    "seconds to wait for the other ranks before giving up", ::luong::options::closed(1, 86400), kMayChange)       \
+  X(::luong::training::DistBackend, dist_backend, ::luong::training::DistBackend::kAuto, "dist-backend",          \
+    "distributed", "collectives: auto (NCCL for CUDA tensors, Gloo on the CPU), gloo (also for CUDA tensors, e.g. " \
+    "several ranks on one GPU) or nccl", ::luong::options::kAnyValue, kMayChange)
+
 struct DistributedOptions {
-  int world_size = 1;
-  int rank = 0;
-  std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
-  /// Rendezvous and collective timeout: a rank that does not answer within it is an error.
-  std::chrono::seconds timeout{300};
+  LUONG_OPTIONS_STRUCT_BODY(LUONG_DISTRIBUTED_OPTIONS)
   /// Gradients travel in flat buffers of at most this many bytes (one all-reduce each).
   std::size_t bucket_bytes = std::size_t{1} << 20;
   /// Processes on this machine (torchrun's LOCAL_WORLD_SIZE); they share its cores.
   int local_world_size = 1;
   int local_rank = 0;
 
+  /// A data-parallel job: more than one rank (a single rank runs without collectives).
   bool enabled() const { return world_size > 1; }
+  std::chrono::seconds timeout() const { return std::chrono::seconds(dist_timeout); }
   /// Fills the fields from torchrun's WORLD_SIZE, RANK, MASTER_ADDR, MASTER_PORT, LOCAL_RANK and
   /// LOCAL_WORLD_SIZE where they are set. Throws luong::Error on a malformed value.
   static DistributedOptions from_environment();
@@ -50,8 +82,9 @@ class DataParallel {
   void broadcast_parameters(const std::vector<torch::Tensor>& parameters);
 
   /// Replaces each parameter's gradient by its sum over ranks (undefined gradients count as zero),
-  /// and returns `scalars` summed over ranks, all in the same round of bucketed all-reduces.
-  std::vector<double> sum_gradients(const std::vector<torch::Tensor>& parameters, const std::vector<double>& scalars);
+  /// and returns `scalars` [k] summed over ranks, on the device and in float64, all in the same round
+  /// of bucketed all-reduces (nothing waits for the device).
+  torch::Tensor sum_gradients(const std::vector<torch::Tensor>& parameters, const torch::Tensor& scalars);
 
   /// Returns `scalars` summed over ranks.
   std::vector<double> sum(const std::vector<double>& scalars);

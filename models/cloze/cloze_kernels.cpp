@@ -1,4 +1,6 @@
-#include "luong/cloze/cloze_head.h"
+#include "luong/cloze/cloze_kernels.h"
+
+#include "luong/util/target_clones.h"
 
 #include <omp.h>
 
@@ -9,7 +11,6 @@
 #include <cstring>
 
 #include "luong/cloze/glibc_exp.h"
-#include "luong/cloze/numpy_random.h"
 
 namespace luong::cloze {
 
@@ -29,6 +30,9 @@ namespace luong::cloze {
 // The bodies are always inlined into the cloned callers below, so that each clone compiles them for
 // its instruction set; the public functions are thin wrappers.
 #define LUONG_KERNEL [[gnu::always_inline]] inline
+// flatten inlines every layer into each clone, so the whole sentence runs with AVX-512 or AVX2 + FMA
+// where the processor has them, and with SSE2 elsewhere (util/target_clones.h).
+#define LUONG_CLONES LUONG_X86_FLATTEN_CLONES
 
 // Eight doubles as two 32-byte GCC vectors: one ymm each with AVX2, two xmm with SSE2. (A single
 // 64-byte vector type is native only with AVX-512; elsewhere GCC lowers it through memory.)
@@ -212,7 +216,8 @@ LUONG_KERNEL void gemm_impl(double* out, MatrixView a, const double* b, int b_st
   for (int j = split_cols; j < m; ++j) store_result<store>(orow + j, fma_chain(a, b, b_stride, i, j, k), divisor);
 }
 
-// ---- layer pairs -------------------------------------------------------------------------------
+// ---- the layers, rounded as numpy ------------------------------------------------------------------
+// The same layers as cloze_reference.cpp's, in the same order, with numpy's rounding.
 
 LUONG_KERNEL void embedding_forward_impl(double* X, const double* E, const int* idx, int n, int d) {
   for (int i = 0; i < n; ++i) std::memcpy(X + i * d, E + static_cast<std::size_t>(idx[i]) * d, sizeof(double) * d);
@@ -229,6 +234,10 @@ LUONG_KERNEL void embedding_backward_impl(double* dE, const double* dX, const in
 
 LUONG_KERNEL void matmul_forward_impl(double* out, const double* a, const double* b, int n, int k, int m) {
   gemm_impl<Store::kAssign>(out, rows_of(a, k), b, m, n, k, m);
+}
+
+LUONG_CLONES void numpy_matmul_cloned(double* out, const double* a, const double* b, int n, int k, int m) {
+  matmul_forward_impl(out, a, b, n, k, m);
 }
 
 LUONG_KERNEL void matmul_backward_impl(double* da, double* db, const double* dout, const double* a, const double* b_t, int n,
@@ -294,39 +303,7 @@ LUONG_KERNEL void cross_entropy_backward_impl(double* dscores, const double* P, 
   }
 }
 
-void embedding_forward(double* X, const double* E, const int* idx, int n, int d) { embedding_forward_impl(X, E, idx, n, d); }
-void embedding_backward(double* dE, const double* dX, const int* idx, int n, int d) { embedding_backward_impl(dE, dX, idx, n, d); }
-void matmul_forward(double* out, const double* a, const double* b, int n, int k, int m) { matmul_forward_impl(out, a, b, n, k, m); }
-void matmul_backward(double* da, double* db, const double* dout, const double* a, const double* b_t, int n, int k,
-                     int m) { matmul_backward_impl(da, db, dout, a, b_t, n, k, m); }
-void softmax_rows_forward(double* P, const double* S, int rows, int cols) { softmax_rows_forward_impl(P, S, rows, cols); }
-void softmax_rows_backward(double* dS, const double* dP, const double* P, int rows, int cols) { softmax_rows_backward_impl(dS, dP, P, rows, cols); }
-void attention_scores_forward(double* S, const double* Q, const double* K, int n, int dk) {
-  std::vector<double> K_t(static_cast<std::size_t>(n) * dk);
-  attention_scores_forward_impl(S, Q, K, K_t.data(), n, dk);
-}
-void attention_scores_backward(double* dQ, double* dK, double* dS, const double* Q, const double* K, int n,
-                               int dk) { attention_scores_backward_impl(dQ, dK, dS, Q, K, n, dk); }
-double cross_entropy_forward(const double* P, const int* targets, int n, int vocab) { return cross_entropy_forward_impl(P, targets, n, vocab); }
-void cross_entropy_backward(double* dscores, const double* P, const int* targets, int n, int vocab) { cross_entropy_backward_impl(dscores, P, targets, n, vocab); }
-
 // ---- the model ---------------------------------------------------------------------------------
-
-ClozeParameters::ClozeParameters(const ClozeDims& dims_)
-    : dims(dims_),
-      data(static_cast<std::size_t>(dims.vocab) * dims.d + 2 * static_cast<std::size_t>(dims.d) * dims.dk +
-               static_cast<std::size_t>(dims.d) * dims.dv + static_cast<std::size_t>(dims.dv) * dims.vocab,
-           0.0) {}
-
-ClozeParameters::Slice ClozeParameters::slice(int which) const {
-  const ClozeDims& m = dims;
-  const Slice slices[5] = {{0, m.vocab, m.d},
-                           {static_cast<std::size_t>(W_Q() - E()), m.d, m.dk},
-                           {static_cast<std::size_t>(W_K() - E()), m.d, m.dk},
-                           {static_cast<std::size_t>(W_V() - E()), m.d, m.dv},
-                           {static_cast<std::size_t>(W_O() - E()), m.dv, m.vocab}};
-  return slices[which];
-}
 
 namespace {
 std::vector<double> transpose(const double* a, int rows, int cols) {
@@ -408,13 +385,10 @@ LUONG_KERNEL double sentence_forward_backward(const ClozeParameters& params, con
 
 }  // namespace
 
-// flatten inlines every layer into each clone, so the whole sentence runs with AVX-512 or AVX2 + FMA
-// where the processor has them, and with SSE2 elsewhere.
-#define LUONG_CLONES __attribute__((flatten, target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
 LUONG_CLONES
-double cloze_forward_backward(const ClozeParameters& params, const ClozeTransposes& t, const int* idx, int n,
-                              ClozeParameters& grads, ClozeWorkspace& ws) {
+double numpy_exact_forward_backward(const ClozeParameters& params, const ClozeTransposes& t, const int* idx, int n,
+                                    ClozeParameters& grads, ClozeWorkspace& ws) {
   const WeightGradients weights{grads.W_Q(), grads.W_K(), grads.W_V(), grads.W_O()};
   const double loss = sentence_forward_backward(params, t, idx, n, weights, ws.dX.data(), ws);
   embedding_backward_impl(grads.E(), ws.dX.data(), idx, n, params.dims.d);
@@ -433,9 +407,17 @@ std::vector<double> cloze_attention(const ClozeParameters& params, const int* id
   return std::vector<double>(ws.A.begin(), ws.A.begin() + static_cast<std::ptrdiff_t>(n) * n);
 }
 
-void init_numpy(ClozeParameters& params, unsigned seed) {
-  NumpyRandom rng(seed);
-  for (double& value : params.data) value = 0.1 * rng.gauss();  // E, W_Q, W_K, W_V, W_O are contiguous in draw order
+void numpy_matmul(double* out, const double* a, const double* b, int n, int k, int m) {
+  numpy_matmul_cloned(out, a, b, n, k, m);
+}
+
+double cloze_forward_backward(ClozeKernels kernels, const ClozeParameters& params, const int* idx, int n,
+                              ClozeParameters& grads) {
+  if (kernels == ClozeKernels::kReference) return cloze_forward_backward_reference(params, idx, n, grads);
+  ClozeTransposes transposes;
+  transposes.update(params);
+  ClozeWorkspace ws(params.dims, n);
+  return numpy_exact_forward_backward(params, transposes, idx, n, grads, ws);
 }
 
 namespace {

@@ -1,4 +1,4 @@
-#include "luong/training/run_directory.h"
+#include "luong/run/run_directory.h"
 
 #include <filesystem>
 #include <ostream>
@@ -8,7 +8,7 @@
 #include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
 
-namespace luong::training {
+namespace luong::run {
 namespace fs = std::filesystem;
 
 RunPaths::RunPaths(std::string run_dir) : dir(std::move(run_dir)) {
@@ -25,16 +25,19 @@ RunPaths::RunPaths(std::string run_dir) : dir(std::move(run_dir)) {
   loss_png = (d / "loss.png").string();
   test = (d / "test.tsv").string();
   dev = (d / "dev.tsv").string();
+  lock = (d / ".lock").string();
 }
 
-TrainedModel load_trained_model(const std::string& run_dir, const std::string& device) {
-  if (!fs::is_directory(run_dir)) throw Error(run_dir + ": no such run directory");
+TrainedModel load_trained_model(const std::string& run_dir, const torch::Device& device) {
+  if (!fs::is_directory(run_dir)) throw Error(printable(run_dir) + ": no such run directory");
   const RunPaths paths(run_dir);
-  if (!fs::exists(paths.config)) throw Error(paths.config + ": missing (is " + run_dir + " a luong run directory?)");
+  if (!fs::exists(paths.config)) {
+    throw Error(printable(paths.config) + ": missing (is " + printable(run_dir) + " a luong run directory?)");
+  }
   TrainedModel out;
   out.config = TrainConfig::load(paths.config);
   out.config.validate();
-  out.device = torch::Device(device);
+  out.device = device;
   out.source_tokenizer = data::load_tokenizer(out.config.tokenizer, paths.source_spm);
   out.target_tokenizer = data::load_tokenizer(out.config.tokenizer, paths.target_spm);
   out.source_vocab = std::make_unique<data::Vocabulary>(data::Vocabulary::load(paths.source_vocab));
@@ -55,4 +58,4 @@ void write_pairs(const std::string& path, const std::vector<data::FilteredPair>&
   });
 }
 
-}  // namespace luong::training
+}  // namespace luong::run

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# GPU benchmarks, luong beside the Python reference (bench/seq2seq_reference.py) on the same GPU, in
+# the same run, on the same data: training target tokens/s at the notebook's sizes with batch 32 and
+# 512, and at hidden 512 / embedding 512 with batch 256; then greedy and beam-5 decoding
+# sentences/s. Each training figure is the last epoch's (the first pays for cuDNN's and the
+# allocator's warm-up).
+#
+#   bench/gpu.sh [luong binary] [device=cuda]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+luong=$(realpath "${1:-build/luong}")
+device=${2:-cuda}
+python=${LUONG_BENCH_PYTHON:-python3}
+corpus=${LUONG_DATA:-}
+for candidate in .gpu-data/ara-eng.tsv ../shared/data/tatoeba-ara-eng/ara-eng.tsv; do
+  [[ -z $corpus && -f $candidate ]] && corpus=$(realpath "$candidate")
+done
+[[ -n $corpus ]] || { echo "bench/gpu.sh: no corpus (set LUONG_DATA or copy it to .gpu-data/ara-eng.tsv)"; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+last_rate() { sed -nE "$1" "$2" | tail -1; }
+table=()
+train_pair() {  # NAME EPOCHS ARGS...
+  local name=$1 epochs=$2
+  shift 2
+  "$python" bench/seq2seq_reference.py --data "$corpus" --device "$device" --epochs "$epochs" "$@" >"$work/$name.py.log" 2>&1
+  "$luong" train --data "$corpus" --device "$device" --epochs "$epochs" --no-shuffle --dev-size 0 --loss-average step \
+    --threads 16 "$@" --out "$work/$name" >"$work/$name.luong.log" 2>&1
+  local py cpp
+  py=$(last_rate 's/^epoch [0-9]+: .* ([0-9.]+) tok\/s$/\1/p' "$work/$name.py.log")
+  cpp=$(last_rate 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$work/$name.luong.log")
+  local ratio="?"
+  [[ -n $py && -n $cpp ]] && ratio=$(awk -v a="$cpp" -v b="$py" 'BEGIN {printf "%.2fx", a / b}')
+  table+=("$(printf '%-34s luong %10s tok/s   python %10s tok/s   %s' "$name" "${cpp:-?}" "${py:-?}" "$ratio")")
+  echo "${table[-1]}"
+  tail -2 "$work/$name.luong.log" "$work/$name.py.log"
+}
+
+train_pair "notebook-batch32" 2 --hidden 64 --embed 28 --batch 32 --train-size 3000
+train_pair "notebook-batch512" 3 --hidden 64 --embed 28 --batch 512 --train-size 10000
+train_pair "hidden512-embed512-batch256" 2 --hidden 512 --embed 512 --batch 256 --train-size 10000
+
+# Decoding: the notebook model trained above, over its 3000 training sources.
+cut -f1 "$corpus" | head -3000 >"$work/sources.txt"
+for beam in 1 5; do
+  "$luong" translate --model "$work/notebook-batch32" --device "$device" --beam "$beam" --batch 256 --stats \
+    <"$work/sources.txt" >/dev/null 2>"$work/decode.$beam.log"
+  rate=$(sed -nE 's/.* ([0-9]+) sentences\/s.*/\1/p' "$work/decode.$beam.log")
+  table+=("$(printf '%-34s luong %10s sentences/s' "decode beam $beam" "${rate:-?}")")
+  echo "${table[-1]}"
+done
+echo
+echo "== bench/gpu.sh on $device: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo cpu)"
+printf '%s\n' "${table[@]}"

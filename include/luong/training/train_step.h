@@ -1,0 +1,57 @@
+#pragma once
+// One optimisation step: forward, backward, the gradient sum across ranks, clipping, the optimizer.
+// Nothing in it waits for the device: the loss stays a device tensor, and the gradient norm is
+// clipped without reading it back (clip_gradient_norm).
+#include <torch/torch.h>
+
+#include <vector>
+
+#include "luong/data_pipeline/dataset.h"
+#include "luong/models/seq2seq.h"
+#include "luong/training/data_parallel.h"
+
+namespace luong::training {
+
+/// torch::nn::utils::clip_grad_norm_ (the same arithmetic) without its host round trip: scales the
+/// gradients by min(1, max_norm / (norm + 1e-6)) and returns the norm before clipping, on the device.
+torch::Tensor clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
+
+struct TrainStepOptions {
+  models::LossAverage average = models::LossAverage::kToken;
+  double clip = 1.0;  ///< 0 = no clipping
+};
+
+class TrainStep {
+ public:
+  TrainStep(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const TrainStepOptions& options,
+            const torch::Device& device, DataParallel* parallel = nullptr);
+
+  struct Result {
+    torch::Tensor loss;        ///< the batch's loss as averaged, a float64 scalar on the device
+    bool interrupted = false;  ///< some rank asked to stop (the step was applied)
+    bool finite = true;        ///< on the CPU: false when the loss was not finite (nothing applied)
+  };
+  /// Runs one step over `rows` (the whole global batch; each rank takes its shard). `interrupt` is
+  /// this process's request to stop, agreed across ranks.
+  Result run(const std::vector<const data::EncodedPair*>& rows, bool interrupt);
+
+ private:
+  Result run_alone(const std::vector<const data::EncodedPair*>& rows, bool interrupt);
+  Result run_shard(const std::vector<const data::EncodedPair*>& rows, bool interrupt);
+  void apply();
+
+  models::Seq2SeqImpl& model_;
+  torch::optim::Optimizer& optimizer_;
+  TrainStepOptions options_;
+  torch::Device device_;
+  DataParallel* parallel_;
+  /// On a GPU the ranks' stop requests are read back once per this many steps, not every step.
+  static constexpr std::int64_t kInterruptVoteInterval = 32;
+  std::int64_t steps_ = 0;
+};
+
+/// Per-step weights that turn summed cross-entropy into `average` over `rows` (the whole global
+/// batch), so that every rank's share is normalised by the whole batch's counts.
+torch::Tensor step_weights(const std::vector<const data::EncodedPair*>& rows, models::LossAverage average);
+
+}  // namespace luong::training

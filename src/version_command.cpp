@@ -1,0 +1,57 @@
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "luong/cli/commands.h"
+#include "luong/util/threads.h"
+
+namespace luong::cli {
+namespace {
+
+// The instruction sets this processor reports that matter for LibTorch's kernels.
+std::string processor_features() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::set<std::string> flags;
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string flag; words >> flag;) flags.insert(flag);
+    break;
+  }
+  std::string out;
+  const auto mark = [&](const char* flag, const char* name) {
+    out += std::string(out.empty() ? "" : ", ") + name + (flags.count(flag) ? " yes" : " no");
+  };
+  mark("avx2", "AVX2");
+  mark("avx512f", "AVX-512");
+  mark("avx512_bf16", "AVX512-BF16");
+  mark("amx_tile", "AMX");
+  return out;
+}
+
+}  // namespace
+
+int version_command(int, char**) {
+  configure_threads(0);  // what every command does without --threads
+  const int devices = static_cast<int>(torch::cuda::device_count());
+  std::printf("LibTorch %s\n", TORCH_VERSION);
+  std::printf("CUDA: %s; %d device%s visible", at::globalContext().hasCUDART() ? "compiled in" : "not compiled in",
+              devices, devices == 1 ? "" : "s");
+  if (devices > 0) std::printf(", cuDNN %ld", at::globalContext().versionCuDNN());
+  std::printf("\nCPU: LibTorch's kernels use %s (processor: %s)\n", at::get_cpu_capability().c_str(),
+              processor_features().c_str());
+  std::printf("threads: %d intra-op (of %d cores this process may use), %d inter-op; %s\n", at::get_num_threads(),
+              available_cores(), at::get_num_interop_threads(), at::get_parallel_info().find("MKL") != std::string::npos
+                                                                      ? "BLAS: MKL, in LibTorch's OpenMP pool"
+                                                                      : "BLAS: see at::get_parallel_info()");
+  return 0;
+}
+
+}  // namespace luong::cli

@@ -1,0 +1,206 @@
+#include "luong/training/checkpointer.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "luong/models/state_dict.h"
+#include "luong/run/runtime.h"
+#include "luong/training/optimizer_state.h"
+#include "luong/util/atomic_file.h"
+#include "luong/util/crash_test_hooks.h"
+#include "luong/util/error.h"
+#include "luong/util/plot.h"
+
+namespace luong::training {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr int kManifestFormat = 1;
+
+std::uint32_t crc32_of(const std::vector<char>& bytes) {
+  return static_cast<std::uint32_t>(
+      ::crc32(0L, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+}
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CheckpointError(printable(path) + ": missing");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw CheckpointError(printable(path) + ": cannot read");
+  return bytes;
+}
+
+void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  write_file_atomically(path, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+}
+
+std::vector<char> text_bytes(const std::string& text) { return {text.begin(), text.end()}; }
+
+// The checkpoint's files as bytes, in files() order but for the manifest.
+std::map<std::string, std::vector<char>> checkpoint_contents(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer,
+                                                             const TrainerState& state) {
+  return {{"model.pt", models::serialize_state_dict(models::state_dict(model))},
+          {"optimizer.pt", models::serialize_state_dict(optimizer_state(optimizer))},
+          {"rng.pt", models::serialize_state_dict(run::random_states())},
+          {"state.json", text_bytes(dump_json(state.to_json(), 1) + "\n")}};
+}
+
+Json manifest_of(const std::map<std::string, std::vector<char>>& contents) {
+  Json files = Json::object();
+  for (const auto& [name, bytes] : contents) files[name] = {{"bytes", bytes.size()}, {"crc32", crc32_of(bytes)}};
+  return {{"format", kManifestFormat}, {"files", files}};
+}
+
+// Swaps the finished staging directory in as a whole: a reader sees the old checkpoint or the new.
+void exchange_into_place(const std::string& staging, const std::string& checkpoint) {
+  if (!fs::exists(checkpoint)) {
+    fs::rename(staging, checkpoint);
+    crash_test::save_point();
+    return;
+  }
+  if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, checkpoint.c_str(), RENAME_EXCHANGE) != 0) {
+    throw Error(printable(checkpoint) + ": cannot replace checkpoint (" + std::strerror(errno) + ")");
+  }
+  crash_test::save_point();
+  fs::remove_all(staging);
+  crash_test::save_point();
+}
+
+// Every file the manifest lists, checked for size and CRC-32; nothing else is trusted.
+std::map<std::string, std::vector<char>> read_verified(const std::string& checkpoint) {
+  const std::string manifest_path = (fs::path(checkpoint) / "manifest.json").string();
+  if (!fs::exists(manifest_path)) {
+    throw CheckpointError(printable(manifest_path) + ": missing (the checkpoint is incomplete or from an older luong)");
+  }
+  const std::vector<char> manifest_bytes = read_bytes(manifest_path);
+  Json manifest;
+  try {
+    manifest = parse_json(std::string(manifest_bytes.begin(), manifest_bytes.end()), printable(manifest_path));
+  } catch (const Error& e) {
+    throw CheckpointError(e.what());
+  }
+  if (!manifest.is_object() || manifest.value("format", Json()) != kManifestFormat || !manifest.contains("files") ||
+      !manifest["files"].is_object()) {
+    throw CheckpointError(printable(manifest_path) + ": not a luong checkpoint manifest (format " +
+                          std::to_string(kManifestFormat) + ")");
+  }
+  std::map<std::string, std::vector<char>> contents;
+  for (const std::string& name : Checkpointer::files()) {
+    if (name == "manifest.json") continue;
+    const std::string path = (fs::path(checkpoint) / name).string();
+    const Json& entry = manifest["files"].contains(name) ? manifest["files"][name] : Json();
+    if (!entry.is_object() || !entry.contains("bytes") || !entry.contains("crc32") || !entry["bytes"].is_number_unsigned() ||
+        !entry["crc32"].is_number_unsigned()) {
+      throw CheckpointError(printable(manifest_path) + ": no valid entry for " + name);
+    }
+    std::vector<char> bytes = read_bytes(path);
+    if (bytes.size() != entry["bytes"].get<std::uint64_t>()) {
+      throw CheckpointError(printable(path) + ": " + std::to_string(bytes.size()) + " bytes, the manifest says " +
+                            std::to_string(entry["bytes"].get<std::uint64_t>()) + " (truncated or replaced)");
+    }
+    if (crc32_of(bytes) != entry["crc32"].get<std::uint64_t>()) {
+      throw CheckpointError(printable(path) + ": checksum differs from the manifest's (corrupt or replaced)");
+    }
+    contents.emplace(name, std::move(bytes));
+  }
+  return contents;
+}
+
+}  // namespace
+
+const std::vector<std::string>& Checkpointer::files() {
+  static const std::vector<std::string> names = {"model.pt", "optimizer.pt", "rng.pt", "state.json", "manifest.json"};
+  return names;
+}
+
+void Checkpointer::save(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const TrainerState& state,
+                        bool improved, bool epoch_end) const {
+  const models::StateDict weights = models::state_dict(model);
+  models::save_state_dict(weights, paths_.model);
+  if (improved) models::save_state_dict(weights, paths_.best_model);
+  if (epoch_end) write_learning_curve(paths_, state.history);
+  const std::map<std::string, std::vector<char>> contents = checkpoint_contents(model, optimizer, state);
+  const std::string staging = temporary_path_for(paths_.checkpoint);
+  fs::create_directories(staging);
+  crash_test::save_point();
+  try {
+    for (const auto& [name, bytes] : contents) {
+      write_bytes((fs::path(staging) / name).string(), bytes);
+      crash_test::save_point();
+    }
+    write_bytes((fs::path(staging) / "manifest.json").string(), text_bytes(dump_json(manifest_of(contents), 1) + "\n"));
+    exchange_into_place(staging, paths_.checkpoint);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(staging, ec);
+    throw;
+  }
+}
+
+TrainerState Checkpointer::load(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer,
+                                std::int64_t max_epochs) const {
+  if (!fs::is_directory(paths_.checkpoint)) throw Error(printable(paths_.checkpoint) + ": no checkpoint to resume from");
+  const auto contents = read_verified(paths_.checkpoint);
+  const auto path_of = [&](const std::string& name) { return printable((fs::path(paths_.checkpoint) / name).string()); };
+  const std::vector<char>& state_bytes = contents.at("state.json");
+  Json state_json;
+  try {
+    state_json = parse_json(std::string(state_bytes.begin(), state_bytes.end()), path_of("state.json"));
+  } catch (const Error& e) {
+    throw CheckpointError(e.what());
+  }
+  TrainerState state = TrainerState::from_json(state_json, path_of("state.json"), max_epochs);
+  const models::StateDict weights = models::parse_state_dict(contents.at("model.pt"), path_of("model.pt"));
+  const models::StateDict optimizer_tensors = models::parse_state_dict(contents.at("optimizer.pt"), path_of("optimizer.pt"));
+  const models::StateDict random = models::parse_state_dict(contents.at("rng.pt"), path_of("rng.pt"));
+  // load_state_dict converts dtypes (a float64 export loads into a float32 model); a checkpoint
+  // must match exactly, or config.json was edited under it.
+  for (const auto& [name, tensor] : weights) {
+    for (const auto& parameter : model.named_parameters()) {
+      if (parameter.key() == name && parameter.value().scalar_type() != tensor.scalar_type()) {
+        throw CheckpointError(path_of("model.pt") + ": '" + printable(name) + "' is " + c10::toString(tensor.scalar_type()) +
+                              " but the model's is " + c10::toString(parameter.value().scalar_type()) +
+                              " (config.json's dtype changed?)");
+      }
+    }
+  }
+  models::load_state_dict(model, weights, path_of("model.pt"));
+  load_optimizer_state(optimizer, optimizer_tensors, path_of("optimizer.pt"));
+  run::restore_random_states(random, path_of("rng.pt"));
+  return state;
+}
+
+void write_learning_curve(const run::RunPaths& paths, const std::vector<EpochRecord>& history) {
+  write_file_atomically(paths.loss_csv, [&](std::ostream& out) {
+    out << "epoch,train_loss,dev_loss,dev_bleu,tokens_per_second\n";
+    for (const auto& r : history) {
+      char line[256];
+      std::snprintf(line, sizeof line, "%lld,%.6f,%.6f,%.2f,%.0f\n", static_cast<long long>(r.epoch), r.train_loss,
+                    r.dev_loss, r.dev_bleu, r.tokens_per_second);
+      out << line;
+    }
+  });
+  LineSeries train{"train", {}, {}, {0.12, 0.47, 0.71}};
+  LineSeries dev{"dev", {}, {}, {1.0, 0.5, 0.05}};
+  for (const auto& r : history) {
+    train.x.push_back(static_cast<double>(r.epoch));
+    train.y.push_back(r.train_loss);
+    dev.x.push_back(static_cast<double>(r.epoch));
+    dev.y.push_back(r.dev_loss);
+  }
+  LineChart chart;
+  chart.title = "cross-entropy per target token";
+  chart.x_label = "epoch";
+  chart.y_label = "loss";
+  chart.series = {train, dev};
+  save_line_chart(chart, paths.loss_png, 640, 400);
+}
+
+}  // namespace luong::training

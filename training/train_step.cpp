@@ -1,0 +1,97 @@
+#include "luong/training/train_step.h"
+
+#include <cmath>
+
+#include "luong/data_pipeline/batching.h"
+
+namespace luong::training {
+
+torch::Tensor clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads;
+  for (const torch::Tensor& p : parameters) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return torch::zeros({});
+  std::vector<torch::Tensor> norms;
+  norms.reserve(grads.size());
+  for (const torch::Tensor& g : grads) norms.push_back(g.norm(2));
+  const torch::Tensor total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
+  const torch::Tensor coefficient = torch::clamp(max_norm / (total + 1e-6), std::nullopt, 1.0);
+  for (torch::Tensor& g : grads) g.mul_(coefficient);
+  return total;
+}
+
+torch::Tensor step_weights(const std::vector<const data::EncodedPair*>& rows, models::LossAverage average) {
+  std::vector<double> count;
+  for (const data::EncodedPair* row : rows) {
+    const std::size_t length = row->target.size() + 1;  // + <eos>
+    if (count.size() < length) count.resize(length, 0.0);
+    for (std::size_t t = 0; t < length; ++t) count[t] += 1;
+  }
+  double tokens = 0;
+  for (const double c : count) tokens += c;
+  std::vector<double> weights(count.size());
+  for (std::size_t t = 0; t < count.size(); ++t) {
+    weights[t] = average == models::LossAverage::kToken ? 1.0 / tokens
+                                                        : 1.0 / (count[t] * static_cast<double>(count.size()));
+  }
+  return torch::tensor(weights, torch::kFloat64);
+}
+
+TrainStep::TrainStep(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const TrainStepOptions& options,
+                     const torch::Device& device, DataParallel* parallel)
+    : model_(model), optimizer_(optimizer), options_(options), device_(device), parallel_(parallel) {}
+
+TrainStep::Result TrainStep::run(const std::vector<const data::EncodedPair*>& rows, bool interrupt) {
+  optimizer_.zero_grad();
+  Result result = parallel_ == nullptr ? run_alone(rows, interrupt) : run_shard(rows, interrupt);
+  if (result.finite) apply();
+  return result;
+}
+
+TrainStep::Result TrainStep::run_alone(const std::vector<const data::EncodedPair*>& rows, bool interrupt) {
+  const data::Batch batch = data::make_batch(rows).to(device_);
+  const models::LossOutput loss = model_.loss(batch, options_.average);
+  Result result;
+  result.interrupted = interrupt;
+  // On the CPU reading the value costs nothing, and a non-finite loss is caught before its update;
+  // on a GPU the trainer checks the running sum when it reads it.
+  if (device_.is_cpu()) result.finite = std::isfinite(loss.loss.item<double>());
+  if (result.finite) loss.loss.backward();
+  result.loss = loss.loss.detach().to(torch::kFloat64);
+  return result;
+}
+
+// Each rank's loss is its rows' share of the global batch's average, so the summed gradients are
+// exactly the single-process gradient of the whole batch.
+TrainStep::Result TrainStep::run_shard(const std::vector<const data::EncodedPair*>& rows, bool interrupt) {
+  const std::vector<const data::EncodedPair*> mine = data::shard_rows(rows, parallel_->rank(), parallel_->world_size());
+  torch::Tensor local = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+  if (!mine.empty()) {
+    const data::Batch batch = data::make_batch(mine).to(device_);
+    const models::LossOutput loss = model_.weighted_loss(batch, step_weights(rows, options_.average));
+    local = loss.loss.detach().to(torch::kFloat64);
+    // A non-finite shard still takes part in the all-reduce; the summed loss carries it to every rank.
+    if (!device_.is_cpu() || std::isfinite(local.item<double>())) loss.loss.backward();
+  }
+  const torch::Tensor flags = torch::stack({local, torch::full({}, interrupt ? 1.0 : 0.0, local.options())});
+  const torch::Tensor totals = parallel_->sum_gradients(model_.parameters(), flags);
+  Result result;
+  result.loss = totals[0];
+  if (device_.is_cpu()) {
+    result.finite = std::isfinite(result.loss.item<double>());
+    result.interrupted = totals[1].item<double>() > 0;
+  } else if (++steps_ % kInterruptVoteInterval == 0) {
+    // Every rank counts the same steps, so all read the vote at the same step and stop together.
+    result.interrupted = totals[1].item<double>() > 0;
+  }
+  return result;
+}
+
+void TrainStep::apply() {
+  if (options_.clip > 0) clip_gradient_norm(model_.parameters(), options_.clip);
+  optimizer_.step();
+}
+
+}  // namespace luong::training
