@@ -46,19 +46,21 @@ DataSplits split_corpus(const std::vector<SentencePair>& pairs, const DatasetOpt
   return splits;
 }
 
-std::vector<std::int64_t> encode_source(const std::vector<std::string>& tokens, const Vocabulary& vocabulary) {
+std::vector<std::int64_t> encode_source(const std::vector<std::string>& tokens, const Vocabulary& vocabulary,
+                                        bool reverse) {
   std::vector<std::int64_t> ids = vocabulary.encode(tokens);
+  if (reverse) std::reverse(ids.begin(), ids.end());
   ids.push_back(Vocabulary::kEos);
   return ids;
 }
 
 std::vector<EncodedPair> encode_pairs(const std::vector<FilteredPair>& pairs, const Tokenizer& source_tokenizer,
                                       const Tokenizer& target_tokenizer, const Vocabulary& source_vocabulary,
-                                      const Vocabulary& target_vocabulary) {
+                                      const Vocabulary& target_vocabulary, bool reverse_source) {
   std::vector<EncodedPair> encoded;
   encoded.reserve(pairs.size());
   for (const auto& pair : pairs) {
-    encoded.push_back({encode_source(source_tokenizer.encode(pair.source), source_vocabulary),
+    encoded.push_back({encode_source(source_tokenizer.encode(pair.source), source_vocabulary, reverse_source),
                        target_vocabulary.encode(target_tokenizer.encode(pair.target)), pair.line});
   }
   return encoded;

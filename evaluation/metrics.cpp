@@ -209,4 +209,10 @@ double corpus_chrf(const std::vector<std::string>& hypotheses, const std::vector
   return 100.0 * (1 + factor) * avg_precision * avg_recall / (factor * avg_precision + avg_recall);
 }
 
+std::string bleu_signature() {
+  return std::string("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:") + kSacrebleuVersion;
+}
+
+std::string chrf_signature() { return std::string("nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:") + kSacrebleuVersion; }
+
 }  // namespace luong::evaluation

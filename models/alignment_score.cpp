@@ -15,6 +15,8 @@ void AlignmentScoreImpl::reset() {
   } else if (options.kind() == ScoreKind::kConcat) {
     Wa = register_module("Wa", torch::nn::Linear(torch::nn::LinearOptions(2 * h, h).bias(false)));
     va = register_module("va", torch::nn::Linear(torch::nn::LinearOptions(h, 1).bias(false)));
+  } else if (options.kind() == ScoreKind::kLocation) {
+    Wa = register_module("Wa", torch::nn::Linear(torch::nn::LinearOptions(h, options.positions()).bias(false)));
   }
 }
 
@@ -24,11 +26,19 @@ torch::Tensor AlignmentScoreImpl::prepare_keys(const torch::Tensor& encoder_outp
     case ScoreKind::kDot: return encoder_outputs;
     case ScoreKind::kGeneral: return Wa(encoder_outputs);
     case ScoreKind::kConcat: return torch::matmul(encoder_outputs, Wa->weight.narrow(1, h, h).t());
+    case ScoreKind::kLocation: return encoder_outputs;  // unused: the score reads the query alone
   }
   return encoder_outputs;
 }
 
 torch::Tensor AlignmentScoreImpl::forward(const torch::Tensor& keys, const torch::Tensor& query) {
+  if (options.kind() == ScoreKind::kLocation) {
+    const int64_t sources = keys.size(1), positions = options.positions();
+    const torch::Tensor scores = Wa(query);  // [B, P]
+    if (sources <= positions) return scores.narrow(1, 0, sources);
+    // Positions W_a does not score: a finite fill that the softmax turns into weight 0.
+    return torch::cat({scores, torch::full({scores.size(0), sources - positions}, -1e30, scores.options())}, 1);
+  }
   if (options.kind() == ScoreKind::kConcat) {
     const int64_t h = options.hidden_size();
     const torch::Tensor query_part = torch::matmul(query, Wa->weight.narrow(1, 0, h).t());  // [B, H]

@@ -45,19 +45,21 @@ std::shared_ptr<AttentionImpl> make_attention(const AttentionConfig& config, int
   switch (config.kind) {
     case AttentionKind::kGlobal:
       return std::make_shared<GlobalAttentionImpl>(
-          GlobalAttentionOptions(hidden_size).score(config.score).scale(config.scale));
+          GlobalAttentionOptions(hidden_size).score(config.score).scale(config.scale).positions(config.positions));
     case AttentionKind::kLocalMonotonic:
       if (config.window < 0) throw Error("local-m needs a window D >= 0");
       return std::make_shared<LocalMonotonicAttentionImpl>(LocalMonotonicAttentionOptions(hidden_size)
                                                                .window(config.window)
                                                                .score(config.score)
-                                                               .scale(config.scale));
+                                                               .scale(config.scale)
+                                                               .positions(config.positions));
     case AttentionKind::kLocalPredictive:
       if (config.window < 1) throw Error("local-p needs a window D >= 1 (sigma = D/2)");
       return std::make_shared<PredictiveAlignmentAttentionImpl>(PredictiveAlignmentAttentionOptions(hidden_size)
                                                                     .window(config.window)
                                                                     .score(config.score)
                                                                     .scale(config.scale)
+                                                                    .positions(config.positions)
                                                                     .renormalize(config.renormalize));
   }
   throw Error("unknown attention kind");

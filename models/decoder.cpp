@@ -1,33 +1,25 @@
-// Both decoders and their shared GRU step live in one translation unit: they are two short
-// variations of the same recurrence.
+// Both decoders live in one translation unit: they are two short variations of the same recurrence.
 #include "luong/models/decoder.h"
 
 #include "luong/models/fused_recurrence.h"
 #include "luong/models/linear_cross_entropy.h"
 #include "luong/models/luong_decoder.h"
+#include "luong/util/error.h"
 
 #include <cmath>
 
 namespace luong::models {
 
 DecoderState DecoderState::index_select(const torch::Tensor& rows) const {
-  return {hidden.index_select(1, rows), attentional.defined() ? attentional.index_select(0, rows) : attentional};
+  return {recurrent.index_select(rows), attentional.defined() ? attentional.index_select(0, rows) : attentional};
 }
 
-torch::Tensor gru_step(torch::nn::GRU& gru, const torch::Tensor& input, const torch::Tensor& hidden, double dropout,
-                       bool training) {
-  const std::vector<torch::Tensor>& weights = gru->all_weights();  // per layer: w_ih, w_hh, b_ih, b_hh
-  const int64_t layers = hidden.size(0);
-  std::vector<torch::Tensor> next;
-  next.reserve(static_cast<std::size_t>(layers));
-  torch::Tensor x = input;
-  for (int64_t l = 0; l < layers; ++l) {
-    const auto i = static_cast<std::size_t>(4 * l);
-    torch::Tensor h = torch::gru_cell(x, hidden[l], weights[i], weights[i + 1], weights[i + 2], weights[i + 3]);
-    next.push_back(h);
-    x = (l + 1 < layers && dropout > 0) ? torch::dropout(h, dropout, training) : h;
-  }
-  return layers == 1 ? next[0].unsqueeze(0) : torch::stack(next);
+OutputLayerImpl::OutputLayerImpl(int64_t hidden_size, int64_t vocab_size, torch::nn::Embedding tied_to)
+    : tied_(std::move(tied_to)) {
+  // nn::Linear's own initialisation (the same draws in the same order), then its tensors.
+  torch::nn::Linear linear(hidden_size, vocab_size);
+  if (!tied_) weight_ = register_parameter("weight", linear->weight);
+  bias = register_parameter("bias", linear->bias);
 }
 
 TeacherForced DecoderInterface::teacher_forced(const torch::Tensor& dec_in, const DecoderState& initial,
@@ -47,12 +39,14 @@ TeacherForced DecoderInterface::teacher_forced(const torch::Tensor& dec_in, cons
   return {torch::stack(features, 1), keep_weights ? torch::stack(weights, 1) : torch::Tensor()};
 }
 
-torch::Tensor DecoderInterface::token_losses(const torch::Tensor& features, const torch::Tensor& targets) {
+torch::Tensor DecoderInterface::token_losses(const torch::Tensor& features, const torch::Tensor& targets,
+                                             double label_smoothing) {
   if (decoder_options().fused() && features.device().is_cpu()) {
-    return linear_cross_entropy(features, fc->weight, fc->bias, targets);
+    return linear_cross_entropy(features, fc->weight(), fc->bias, targets, label_smoothing);
   }
-  return torch::nn::functional::cross_entropy(project(features), targets,
-                                              torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  return torch::nn::functional::cross_entropy(
+      project(features), targets,
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone).label_smoothing(label_smoothing));
 }
 
 namespace {
@@ -60,12 +54,18 @@ namespace {
 void register_common(DecoderInterface& decoder, const DecoderOptions& o, std::shared_ptr<AttentionImpl>& attention) {
   decoder.embedding = decoder.register_module(
       "embedding", torch::nn::Embedding(torch::nn::EmbeddingOptions(o.vocab_size(), o.embed_size()).padding_idx(0)));
-  decoder.gru = decoder.register_module(
-      "gru", torch::nn::GRU(torch::nn::GRUOptions(o.embed_size() + o.hidden_size(), o.hidden_size())
-                                .num_layers(o.layers())
-                                .dropout(o.layers() > 1 ? o.dropout() : 0.0)
-                                .batch_first(true)));
+  decoder.recurrent = register_recurrent(
+      decoder, RecurrentOptions(o.embed_size() + o.hidden_size(), o.hidden_size()).cell(o.cell()).layers(o.layers()).dropout(o.dropout()));
   attention = decoder.register_module("attention", make_attention(o.attention(), o.hidden_size()));
+}
+
+void register_output(DecoderInterface& decoder, const DecoderOptions& o) {
+  if (o.tie_embeddings() && o.embed_size() != o.hidden_size()) {
+    throw Error("tied embeddings need the embedding size (" + std::to_string(o.embed_size()) +
+                ") to equal the hidden size (" + std::to_string(o.hidden_size()) + ")");
+  }
+  decoder.fc = decoder.register_module(
+      "fc", OutputLayer(o.hidden_size(), o.vocab_size(), o.tie_embeddings() ? decoder.embedding : nullptr));
 }
 
 }  // namespace
@@ -74,18 +74,20 @@ void register_common(DecoderInterface& decoder, const DecoderOptions& o, std::sh
 
 DecoderImpl::DecoderImpl(const DecoderOptions& options_) : options(options_) {
   register_common(*this, options, attention_);
-  fc = register_module("fc", torch::nn::Linear(options.hidden_size(), options.vocab_size()));
+  register_output(*this, options);
 }
 
-DecoderState DecoderImpl::initial_state(const torch::Tensor& encoder_hidden) { return {encoder_hidden, {}}; }
+DecoderState DecoderImpl::initial_state(const RecurrentState& encoder_state) { return {encoder_state, {}}; }
 
 DecoderStep DecoderImpl::step(const torch::Tensor& previous_word, const DecoderState& state,
                               const AttentionMemory& memory, int64_t t) {
-  const torch::Tensor embedded = embedding(previous_word);                            // [B, E]
-  const AttentionOutput attended = attention_->forward(memory, state.hidden[-1], t);  // query h_{t-1}
-  const torch::Tensor input = torch::cat({embedded, attended.context}, 1);            // [B, E + H]
-  const torch::Tensor hidden = gru_step(gru, input, state.hidden, options.dropout(), is_training());
-  return {hidden[-1], attended.weights, attended.positions, {hidden, {}}};
+  const double p = options.dropout();
+  const torch::Tensor embedded = maybe_dropout(embedding(previous_word), p, is_training());           // [B, E]
+  const AttentionOutput attended = attention_->forward(memory, state.recurrent.hidden[-1], t);        // query h_{t-1}
+  const torch::Tensor input = torch::cat({embedded, attended.context}, 1);                            // [B, E + H]
+  RecurrentState next = recurrent.step(input, state.recurrent, is_training());
+  const torch::Tensor features = maybe_dropout(next.hidden[-1], p, is_training());
+  return {features, attended.weights, attended.positions, {std::move(next), {}}};
 }
 
 // ---- the notebook's LuongDecoder -----------------------------------------------------------------
@@ -93,28 +95,33 @@ DecoderStep DecoderImpl::step(const torch::Tensor& previous_word, const DecoderS
 LuongDecoderImpl::LuongDecoderImpl(const DecoderOptions& options_) : options(options_) {
   register_common(*this, options, attention_);
   Wc = register_module("Wc", torch::nn::Linear(2 * options.hidden_size(), options.hidden_size()));
-  fc = register_module("fc", torch::nn::Linear(options.hidden_size(), options.vocab_size()));
+  register_output(*this, options);
 }
 
-DecoderState LuongDecoderImpl::initial_state(const torch::Tensor& encoder_hidden) {
-  return {encoder_hidden, torch::zeros({encoder_hidden.size(1), options.hidden_size()}, encoder_hidden.options())};
+DecoderState LuongDecoderImpl::initial_state(const RecurrentState& encoder_state) {
+  const torch::Tensor& h = encoder_state.hidden;
+  return {encoder_state, torch::zeros({h.size(1), options.hidden_size()}, h.options())};
 }
 
 DecoderStep LuongDecoderImpl::step(const torch::Tensor& previous_word, const DecoderState& state,
                                    const AttentionMemory& memory, int64_t t) {
-  const torch::Tensor embedded = embedding(previous_word);                     // [B, E]
-  const torch::Tensor input = torch::cat({embedded, state.attentional}, 1);   // [B, E + H]
-  const torch::Tensor hidden = gru_step(gru, input, state.hidden, options.dropout(), is_training());
-  const torch::Tensor h_t = hidden[-1];                                        // [B, H]
+  const double p = options.dropout();
+  const torch::Tensor embedded = maybe_dropout(embedding(previous_word), p, is_training());  // [B, E]
+  const torch::Tensor input = torch::cat({embedded, state.attentional}, 1);                  // [B, E + H]
+  RecurrentState next = recurrent.step(input, state.recurrent, is_training());
+  const torch::Tensor h_t = next.hidden[-1];                                                 // [B, H]
   const AttentionOutput attended = attention_->forward(memory, h_t, t);
-  const torch::Tensor attentional = torch::tanh(Wc(torch::cat({attended.context, h_t}, 1)));  // h~_t [B, H]
-  return {attentional, attended.weights, attended.positions, {hidden, attentional}};
+  // h~_t = tanh(Wc [c_t; h_t]), dropped out before the output layer and the next step's input.
+  const torch::Tensor attentional =
+      maybe_dropout(torch::tanh(Wc(torch::cat({attended.context, h_t}, 1))), p, is_training());
+  return {attentional, attended.weights, attended.positions, {std::move(next), attentional}};
 }
 
 bool LuongDecoderImpl::uses_fused_kernel(const torch::Device& device) const {
   const AttentionConfig& a = options.attention();
-  return options.fused() && device.is_cpu() && options.layers() == 1 && a.kind == AttentionKind::kGlobal &&
-         (a.score == ScoreKind::kDot || a.score == ScoreKind::kGeneral);
+  return options.fused() && device.is_cpu() && options.cell() == CellKind::kGru && options.layers() == 1 &&
+         a.kind == AttentionKind::kGlobal && (a.score == ScoreKind::kDot || a.score == ScoreKind::kGeneral) &&
+         (options.dropout() == 0 || !is_training());
 }
 
 TeacherForced LuongDecoderImpl::teacher_forced(const torch::Tensor& dec_in, const DecoderState& state,
@@ -123,8 +130,8 @@ TeacherForced LuongDecoderImpl::teacher_forced(const torch::Tensor& dec_in, cons
     return DecoderInterface::teacher_forced(dec_in, state, memory, keep_weights);
   }
   const double scale = options.attention().scale ? 1.0 / std::sqrt(static_cast<double>(options.hidden_size())) : 1.0;
-  return {fused_luong_teacher_forced(embedding(dec_in), state.hidden[0], memory.keys, memory.encoder_outputs,
-                                     memory.lengths, GruWeights::of(gru), Wc->weight, Wc->bias, scale),
+  return {fused_luong_teacher_forced(embedding(dec_in), state.recurrent.hidden[0], memory.keys, memory.encoder_outputs,
+                                     memory.lengths, GruWeights::of(recurrent.gru), Wc->weight, Wc->bias, scale),
           {}};
 }
 

@@ -10,44 +10,50 @@ void EncoderImpl::reset() {
   const int64_t embed = options.embed_size() > 0 ? options.embed_size() : options.hidden_size();
   embedding = register_module(
       "embedding", torch::nn::Embedding(torch::nn::EmbeddingOptions(options.vocab_size(), embed).padding_idx(0)));
-  gru = register_module("gru", torch::nn::GRU(torch::nn::GRUOptions(embed, options.hidden_size())
-                                                  .num_layers(options.layers())
-                                                  .dropout(options.layers() > 1 ? options.dropout() : 0.0)
-                                                  .bidirectional(options.bidirectional())
-                                                  .batch_first(true)));
+  recurrent = register_recurrent(*this, RecurrentOptions(embed, options.hidden_size())
+                                            .cell(options.cell())
+                                            .layers(options.layers())
+                                            .dropout(options.dropout())
+                                            .bidirectional(options.bidirectional()));
   if (options.bidirectional()) {
     bridge = register_module("bridge", torch::nn::Linear(2 * options.hidden_size(), options.hidden_size()));
+    if (options.cell() == CellKind::kLstm) {
+      cell_bridge = register_module("cell_bridge", torch::nn::Linear(2 * options.hidden_size(), options.hidden_size()));
+    }
   }
 }
 
 bool EncoderImpl::uses_fused_kernel(const torch::Device& device) const {
-  return options.fused() && device.is_cpu() && options.layers() == 1 && !options.bidirectional();
+  return options.fused() && device.is_cpu() && options.cell() == CellKind::kGru && options.layers() == 1 &&
+         !options.bidirectional() && (options.dropout() == 0 || !is_training());
 }
 
-std::tuple<torch::Tensor, torch::Tensor> EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor& lengths) {
-  namespace rnn = torch::nn::utils::rnn;
-  const torch::Tensor embedded = embedding(src);  // [B, S, E]
+namespace {
+
+// [2L, B, H] (layer-major, forward then backward) -> [L, B, 2H]: each layer's two final states side by side.
+torch::Tensor join_directions(const torch::Tensor& state, int64_t layers, int64_t hidden) {
+  const int64_t batch = state.size(1);
+  return state.view({layers, 2, batch, hidden}).permute({0, 2, 1, 3}).reshape({layers, batch, 2 * hidden});
+}
+
+}  // namespace
+
+EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor& lengths) {
+  const double p = options.dropout();
+  const torch::Tensor embedded = maybe_dropout(embedding(src), p, is_training());  // [B, S, E]
   if (uses_fused_kernel(src.device())) {
-    auto [outputs, last] = fused_gru_sequence(embedded, lengths, GruWeights::of(gru));
-    return {outputs, last.unsqueeze(0)};
+    auto [outputs, last] = fused_gru_sequence(embedded, lengths, GruWeights::of(recurrent.gru));
+    return {outputs, {last.unsqueeze(0), {}}};
   }
-  const rnn::PackedSequence packed =
-      rnn::pack_padded_sequence(embedded, lengths.to(torch::kCPU, torch::kLong), /*batch_first=*/true,
-                                /*enforce_sorted=*/false);
-  auto [packed_outputs, hidden] = gru->forward_with_packed_input(packed);
-  torch::Tensor outputs = std::get<0>(rnn::pad_packed_sequence(packed_outputs, /*batch_first=*/true,
-                                                               /*padding_value=*/0.0, src.size(1)));
+  auto [outputs, state] = recurrent.sequence(embedded, lengths);
   if (options.bidirectional()) {
-    const int64_t layers = options.layers();
-    const int64_t batch = src.size(0);
-    // [2L, B, H] -> [L, B, 2H]: each layer's forward and backward final states side by side.
-    hidden = hidden.view({layers, 2, batch, options.hidden_size()}).permute({0, 2, 1, 3}).reshape(
-        {layers, batch, 2 * options.hidden_size()});
+    const int64_t layers = options.layers(), h = options.hidden_size();
     const torch::Tensor padding = src.ne(0).unsqueeze(-1).to(outputs.scalar_type());
     outputs = torch::tanh(bridge(outputs)) * padding;
-    hidden = torch::tanh(bridge(hidden));
+    state.hidden = torch::tanh(bridge(join_directions(state.hidden, layers, h)));
+    if (state.cell.defined()) state.cell = torch::tanh(cell_bridge(join_directions(state.cell, layers, h)));
   }
-  return {outputs, hidden};
+  return {maybe_dropout(outputs, p, is_training()), state};
 }
 
 }  // namespace luong::models

@@ -4,7 +4,7 @@ namespace luong::models {
 
 GlobalAttentionImpl::GlobalAttentionImpl(const GlobalAttentionOptions& options_) : options(options_) {
   score_ = register_module(
-      "score", AlignmentScore(AlignmentScoreOptions(options.hidden_size()).kind(options.score()).scale(options.scale())));
+      "score", AlignmentScore(AlignmentScoreOptions(options.hidden_size()).kind(options.score()).scale(options.scale()).positions(options.positions())));
 }
 
 AttentionOutput GlobalAttentionImpl::forward(const AttentionMemory& memory, const torch::Tensor& query, int64_t) {

@@ -36,7 +36,7 @@ void for_each_slice(std::size_t count, const Body& body) {
 
 struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropyFunction> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& weight_in,
-                               const torch::Tensor& bias_in, const torch::Tensor& targets_in) {
+                               const torch::Tensor& bias_in, const torch::Tensor& targets_in, double smoothing) {
     const torch::Tensor x = x_in.detach().contiguous(), weight = weight_in.detach(), bias = bias_in.detach();
     const torch::Tensor targets = targets_in.to(torch::kLong).contiguous();
     const int64_t N = x.size(0), V = weight.size(0);
@@ -47,7 +47,7 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
                   "linear_cross_entropy: a target is outside the vocabulary");
     }
     const std::vector<Slice> slices = vocabulary_slices(V);
-    std::vector<torch::Tensor> probs(slices.size()), maxima(slices.size()), sums(slices.size());
+    std::vector<torch::Tensor> probs(slices.size()), maxima(slices.size()), sums(slices.size()), logit_sums(slices.size());
     torch::Tensor target_logit = torch::zeros({N}, x.options());
     const int64_t* tgt = targets.data_ptr<int64_t>();
     // Pass 1 per slice: logits, their row maxima, exp(logit - slice maximum) and its row sums.
@@ -63,6 +63,7 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
           if (tgt[n] >= slice.begin && tgt[n] < slice.end) out[n] = l[n * width + tgt[n] - slice.begin];
         }
       });
+      if (smoothing > 0) logit_sums[s] = logits.sum(1);  // for the smoothed term's mean logit
       maxima[s] = torch::empty({N}, logits.options());
       sums[s] = torch::empty({N}, logits.options());
       AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "linear_cross_entropy_exp", [&] {
@@ -76,16 +77,25 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
     for (std::size_t s = 1; s < slices.size(); ++s) top = torch::maximum(top, maxima[s]);
     torch::Tensor total = torch::zeros_like(top);
     for (std::size_t s = 0; s < slices.size(); ++s) total += sums[s] * (maxima[s] - top).exp();
-    const torch::Tensor losses = top + total.log() - target_logit;
-    // Pass 2 per slice: softmax, then minus the one-hot target: the gradient of each row's loss.
+    // (1 - eps) (lse - l_target) + eps (lse - mean_v l_v)
+    torch::Tensor losses = top + total.log() - target_logit;
+    if (smoothing > 0) {
+      torch::Tensor logit_sum = logit_sums[0];
+      for (std::size_t s = 1; s < slices.size(); ++s) logit_sum = logit_sum + logit_sums[s];
+      losses = top + total.log() - (1 - smoothing) * target_logit - smoothing * logit_sum / static_cast<double>(V);
+    }
+    // Pass 2 per slice: softmax, then minus the (smoothed) one-hot target: the gradient of each
+    // row's loss, p - (1 - eps) onehot - eps / V.
     for_each_slice(slices.size(), [&](std::size_t s) {
       const Slice slice = slices[s];
       probs[s].mul_(((maxima[s] - top).exp() / total).unsqueeze(1));
+      if (smoothing > 0) probs[s].sub_(smoothing / static_cast<double>(V));
       AT_DISPATCH_FLOATING_TYPES(probs[s].scalar_type(), "linear_cross_entropy_onehot", [&] {
         scalar_t* p = probs[s].data_ptr<scalar_t>();
+        const auto target_weight = static_cast<scalar_t>(1 - smoothing);
         const int64_t width = slice.end - slice.begin;
         for (int64_t n = 0; n < N; ++n) {
-          if (tgt[n] >= slice.begin && tgt[n] < slice.end) p[n * width + tgt[n] - slice.begin] -= 1;
+          if (tgt[n] >= slice.begin && tgt[n] < slice.end) p[n * width + tgt[n] - slice.begin] -= target_weight;
         }
       });
     });
@@ -121,16 +131,17 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
     torch::Tensor dx = dx_parts[0];
     for (std::size_t s = 1; s < dx_parts.size(); ++s) dx += dx_parts[s];
     dx.mul_(g.unsqueeze(1));
-    return {dx, dweight, dbias, torch::Tensor()};
+    return {dx, dweight, dbias, torch::Tensor(), torch::Tensor()};
   }
 };
 
 }  // namespace
 
 torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                                   const torch::Tensor& targets) {
+                                   const torch::Tensor& targets, double label_smoothing) {
   TORCH_CHECK(x.device().is_cpu(), "linear_cross_entropy runs on the CPU");
-  return LinearCrossEntropyFunction::apply(x, weight, bias, targets)[0];
+  TORCH_CHECK(label_smoothing >= 0 && label_smoothing < 1, "linear_cross_entropy: label smoothing outside [0, 1)");
+  return LinearCrossEntropyFunction::apply(x, weight, bias, targets, label_smoothing)[0];
 }
 
 }  // namespace luong::models

@@ -5,7 +5,7 @@ namespace luong::models {
 LocalMonotonicAttentionImpl::LocalMonotonicAttentionImpl(const LocalMonotonicAttentionOptions& options_)
     : options(options_) {
   score_ = register_module(
-      "score", AlignmentScore(AlignmentScoreOptions(options.hidden_size()).kind(options.score()).scale(options.scale())));
+      "score", AlignmentScore(AlignmentScoreOptions(options.hidden_size()).kind(options.score()).scale(options.scale()).positions(options.positions())));
 }
 
 AttentionOutput LocalMonotonicAttentionImpl::forward(const AttentionMemory& memory, const torch::Tensor& query,

@@ -9,7 +9,7 @@ PredictiveAlignmentAttentionImpl::PredictiveAlignmentAttentionImpl(
   position_predictor = register_module("position_predictor", torch::nn::Linear(h, 1));
   position_weights = register_module("position_weights", torch::nn::Linear(h, h));
   score_ = register_module(
-      "score", AlignmentScore(AlignmentScoreOptions(h).kind(options.score()).scale(options.scale())));
+      "score", AlignmentScore(AlignmentScoreOptions(h).kind(options.score()).scale(options.scale()).positions(options.positions())));
 }
 
 AttentionOutput PredictiveAlignmentAttentionImpl::forward(const AttentionMemory& memory, const torch::Tensor& query,

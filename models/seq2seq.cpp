@@ -11,6 +11,7 @@ Seq2SeqImpl::Seq2SeqImpl(const Seq2SeqOptions& options_) : options(options_) {
     throw Error("hidden size, embedding size and layers must be positive");
   }
   encoder = register_module("encoder", Encoder(EncoderOptions(options.source_vocab_size(), options.hidden_size())
+                                                   .cell(options.cell())
                                                    .layers(options.layers())
                                                    .dropout(options.dropout())
                                                    .bidirectional(options.bidirectional())
@@ -18,9 +19,11 @@ Seq2SeqImpl::Seq2SeqImpl(const Seq2SeqOptions& options_) : options(options_) {
   decoder = register_module(
       "decoder", make_decoder(options.decoder(), DecoderOptions(options.target_vocab_size(), options.embed_size(),
                                                                 options.hidden_size())
+                                                     .cell(options.cell())
                                                      .layers(options.layers())
                                                      .dropout(options.dropout())
                                                      .attention(options.attention())
+                                                     .tie_embeddings(options.tie_embeddings())
                                                      .fused(options.fused())));
 }
 
@@ -31,8 +34,8 @@ void Seq2SeqImpl::set_fused(bool fused) {
 }
 
 EncodedSource Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_lengths) {
-  auto [outputs, hidden] = encoder(src, src_lengths);
-  return {decoder->attention().prepare(outputs, src_lengths), decoder->initial_state(hidden)};
+  const EncoderOutput encoded = encoder(src, src_lengths);
+  return {decoder->attention().prepare(encoded.outputs, src_lengths), decoder->initial_state(encoded.state)};
 }
 
 Seq2SeqOutput Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor& src_lengths,
@@ -44,12 +47,12 @@ Seq2SeqOutput Seq2SeqImpl::forward(const torch::Tensor& src, const torch::Tensor
 
 Seq2SeqImpl::TokenLosses Seq2SeqImpl::token_losses(const torch::Tensor& src, const torch::Tensor& src_lengths,
                                                    const torch::Tensor& dec_in, const torch::Tensor& dec_tgt,
-                                                   const torch::Tensor& rows) {
+                                                   const torch::Tensor& rows, double label_smoothing) {
   const EncodedSource encoded = encode(src, src_lengths);
   const torch::Tensor features = decoder->teacher_forced(dec_in, encoded.state, encoded.memory, false).features;
   const torch::Tensor selected = features.reshape({-1, features.size(-1)}).index_select(0, rows);  // [N, H]
   const torch::Tensor targets = dec_tgt.reshape({-1}).index_select(0, rows);                       // [N]
-  return {decoder->token_losses(selected, targets), rows};
+  return {decoder->token_losses(selected, targets, label_smoothing), rows};
 }
 
 LossOutput Seq2SeqImpl::average_loss(const TokenLosses& losses, int64_t steps, LossAverage average) const {
@@ -67,21 +70,25 @@ LossOutput Seq2SeqImpl::average_loss(const TokenLosses& losses, int64_t steps, L
 }
 
 LossOutput Seq2SeqImpl::loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
-                             const torch::Tensor& dec_tgt, LossAverage average) {
+                             const torch::Tensor& dec_tgt, const LossOptions& options) {
   const torch::Tensor rows = dec_tgt.ne(0).reshape({-1}).nonzero().squeeze(1);
-  return average_loss(token_losses(src, src_lengths, dec_in, dec_tgt, rows), dec_tgt.size(1), average);
+  return average_loss(token_losses(src, src_lengths, dec_in, dec_tgt, rows, options.label_smoothing), dec_tgt.size(1),
+                      options.average);
 }
 
-LossOutput Seq2SeqImpl::loss(const data::Batch& batch, LossAverage average) {
-  return average_loss(token_losses(batch.src, batch.src_lengths, batch.dec_in, batch.dec_tgt, batch.target_rows),
-                      batch.dec_tgt.size(1), average);
+LossOutput Seq2SeqImpl::loss(const data::Batch& batch, const LossOptions& options) {
+  return average_loss(
+      token_losses(batch.src, batch.src_lengths, batch.dec_in, batch.dec_tgt, batch.target_rows, options.label_smoothing),
+      batch.dec_tgt.size(1), options.average);
 }
 
-LossOutput Seq2SeqImpl::weighted_loss(const data::Batch& batch, const torch::Tensor& step_weights) {
+LossOutput Seq2SeqImpl::weighted_loss(const data::Batch& batch, const torch::Tensor& step_weights,
+                                      double label_smoothing) {
   const int64_t steps = batch.dec_tgt.size(1);
   TORCH_CHECK(step_weights.dim() == 1 && step_weights.size(0) >= steps,
               "weighted_loss: step_weights must cover every decoder step");
-  const auto [per_token, rows] = token_losses(batch.src, batch.src_lengths, batch.dec_in, batch.dec_tgt, batch.target_rows);
+  const auto [per_token, rows] =
+      token_losses(batch.src, batch.src_lengths, batch.dec_in, batch.dec_tgt, batch.target_rows, label_smoothing);
   const torch::Tensor weights =
       step_weights.to(per_token.device(), per_token.scalar_type()).index_select(0, rows.remainder(steps));
   return {(per_token * weights).sum(), per_token.sum(), rows.size(0)};

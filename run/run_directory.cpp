@@ -26,9 +26,13 @@ RunPaths::RunPaths(std::string run_dir) : dir(std::move(run_dir)) {
   test = (d / "test.tsv").string();
   dev = (d / "dev.tsv").string();
   lock = (d / ".lock").string();
+  epochs = (d / "epochs").string();
+  averaged_model = (d / "averaged_model.pt").string();
+  ema_model = (d / "ema_model.pt").string();
+  truecase = (d / "target.truecase").string();
 }
 
-TrainedModel load_trained_model(const std::string& run_dir, const torch::Device& device) {
+TrainedModel load_trained_model(const std::string& run_dir, const torch::Device& device, WeightsChoice weights) {
   if (!fs::is_directory(run_dir)) throw Error(printable(run_dir) + ": no such run directory");
   const RunPaths paths(run_dir);
   if (!fs::exists(paths.config)) {
@@ -39,13 +43,24 @@ TrainedModel load_trained_model(const std::string& run_dir, const torch::Device&
   out.config.validate();
   out.device = device;
   out.source_tokenizer = data::load_tokenizer(out.config.tokenizer, paths.source_spm);
-  out.target_tokenizer = data::load_tokenizer(out.config.tokenizer, paths.target_spm);
+  out.target_tokenizer = data::load_tokenizer(out.config.tokenizer, paths.target_spm, paths.truecase);
   out.source_vocab = std::make_unique<data::Vocabulary>(data::Vocabulary::load(paths.source_vocab));
   out.target_vocab = std::make_unique<data::Vocabulary>(data::Vocabulary::load(paths.target_vocab));
   out.model = models::Seq2Seq(out.config.model_options(static_cast<int64_t>(out.source_vocab->size()),
                                                        static_cast<int64_t>(out.target_vocab->size())));
-  out.weights = fs::exists(paths.best_model) ? paths.best_model : paths.model;
-  if (!fs::exists(out.weights)) throw CheckpointError(paths.model + ": missing (training never finished an epoch?)");
+  switch (weights) {
+    case WeightsChoice::kBest: out.weights = fs::exists(paths.best_model) ? paths.best_model : paths.model; break;
+    case WeightsChoice::kLast: out.weights = paths.model; break;
+    case WeightsChoice::kAveraged: out.weights = paths.averaged_model; break;
+    case WeightsChoice::kEma: out.weights = paths.ema_model; break;
+  }
+  if (!fs::exists(out.weights)) {
+    throw CheckpointError(printable(out.weights) + ": missing (" +
+                          (weights == WeightsChoice::kAveraged ? std::string("trained without --average-last?")
+                           : weights == WeightsChoice::kEma    ? std::string("trained without --ema?")
+                                                               : std::string("training never finished an epoch?")) +
+                          ")");
+  }
   models::load_state_dict(*out.model, models::read_state_dict(out.weights), out.weights);
   out.model->to(out.device, out.config.scalar_type());
   out.model->eval();

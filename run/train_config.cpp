@@ -17,6 +17,11 @@ void TrainConfig::validate() const {
   if (data.empty()) throw Error("no corpus: give --data FILE|DIR or --data builtin:numbers");
   if (attention == AttentionChoice::kLocalPredictive && window < 1) throw Error("--window: local-p needs D >= 1");
   if (patience > 0 && dev_size == 0) throw Error("--patience needs a dev split (--dev-size > 0)");
+  if (schedule == Schedule::kPlateau && dev_size == 0) throw Error("--schedule plateau needs a dev split (--dev-size > 0)");
+  if (tie_embeddings && embed != hidden) {
+    throw Error("--tie-embeddings needs --embed (" + std::to_string(embed) + ") equal to --hidden (" +
+                std::to_string(hidden) + ")");
+  }
   if (!resumed.is_array()) throw Error("config key 'resumed' must be an array");
 }
 
@@ -38,6 +43,7 @@ models::Seq2SeqOptions TrainConfig::model_options(std::int64_t source_vocab, std
     case AttentionChoice::kDot: a.score = models::ScoreKind::kDot; break;
     case AttentionChoice::kGeneral: a.score = models::ScoreKind::kGeneral; break;
     case AttentionChoice::kConcat: a.score = models::ScoreKind::kConcat; break;
+    case AttentionChoice::kLocation: a.score = models::ScoreKind::kLocation; break;
     case AttentionChoice::kLocalMonotonic:
       a.kind = models::AttentionKind::kLocalMonotonic;
       a.score = score;
@@ -50,12 +56,15 @@ models::Seq2SeqOptions TrainConfig::model_options(std::int64_t source_vocab, std
   a.scale = scale;
   a.window = window;
   a.renormalize = renormalize;
+  a.positions = location_positions;
   return models::Seq2SeqOptions(source_vocab, target_vocab)
       .embed_size(embed)
       .hidden_size(hidden)
+      .cell(cell)
       .layers(layers)
       .dropout(dropout)
       .bidirectional(bidirectional)
+      .tie_embeddings(tie_embeddings)
       .fused(fused)
       .decoder(decoder)
       .attention(a);

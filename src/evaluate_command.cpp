@@ -22,10 +22,11 @@ void print_table(const Json& report, const evaluation::BleuScore& bleu) {
                report["sentences"].get<long long>(), report["target_tokens"].get<long long>());
   std::fprintf(stderr, "%-18s %.4f\n", "loss", report["loss"].get<double>());
   std::fprintf(stderr, "%-18s %.2f\n", "perplexity", report["perplexity"].get<double>());
-  std::fprintf(stderr, "%-18s %.2f  (%.1f/%.1f/%.1f/%.1f, BP %.3f, %ld/%ld)\n", "BLEU (13a)", bleu.score,
+  std::fprintf(stderr, "%-18s %.2f  (%.1f/%.1f/%.1f/%.1f, BP %.3f, %ld/%ld)  %s\n", "BLEU", bleu.score,
                bleu.precisions[0], bleu.precisions[1], bleu.precisions[2], bleu.precisions[3], bleu.brevity_penalty,
-               bleu.hypothesis_length, bleu.reference_length);
-  std::fprintf(stderr, "%-18s %.2f\n", "chrF", report["chrf"].get<double>());
+               bleu.hypothesis_length, bleu.reference_length, report["bleu_signature"].get<std::string>().c_str());
+  std::fprintf(stderr, "%-18s %.2f  %s\n", "chrF", report["chrf"].get<double>(),
+               report["chrf_signature"].get<std::string>().c_str());
   const long long beam = report["beam"].get<long long>();
   std::fprintf(stderr, "%-18s %s\n", "search", beam == 1 ? "greedy" : ("beam " + std::to_string(beam)).c_str());
 }
@@ -44,8 +45,9 @@ int evaluate_command(int argc, char** argv) {
   if (!parse_or_help(parser, argc, argv, result)) return 0;
   evaluation::SearchOptions search;
   apply_flags(result, search);
-  run::TrainedModel trained = load_model_from_flags(result);
-  const std::string run_dir = result["model"].as<std::string>();
+  std::vector<run::TrainedModel> models = load_models_from_flags(result);
+  run::TrainedModel& trained = models.front();
+  const std::string run_dir = result["model"].as<std::vector<std::string>>().front();
   const std::string data_path = result.count("data") ? result["data"].as<std::string>() : run::RunPaths(run_dir).test;
   data::CorpusFormat format;
   try {
@@ -59,9 +61,10 @@ int evaluate_command(int argc, char** argv) {
   std::vector<data::FilteredPair> filtered;
   for (const auto& p : pairs) filtered.push_back({p.source, p.target, p.line});
   const auto encoded = data::encode_pairs(filtered, *trained.source_tokenizer, *trained.target_tokenizer,
-                                          *trained.source_vocab, *trained.target_vocab);
+                                          *trained.source_vocab, *trained.target_vocab, trained.config.reverse_source);
   data::BatchingOptions batching;
   batching.batch_size = search.batch;
+  // The teacher-forced loss is a single model's (the first one's in an ensemble).
   const evaluation::CorpusLoss loss =
       evaluation::teacher_forced_loss(*trained.model, data::make_batches(encoded, batching), trained.device);
   std::vector<std::string> sources, references, hypotheses;
@@ -69,7 +72,7 @@ int evaluate_command(int argc, char** argv) {
     sources.push_back(p.source);
     references.push_back(p.target);
   }
-  evaluation::Translator translator(trained);
+  evaluation::Translator translator(pointers(models));
   for (const auto& t : translator.translate(sources, search)) hypotheses.push_back(t.text);
   const evaluation::BleuScore bleu = evaluation::corpus_bleu(hypotheses, references);
 
@@ -83,8 +86,11 @@ int evaluate_command(int argc, char** argv) {
                        {"brevity_penalty", bleu.brevity_penalty},
                        {"hypothesis_length", bleu.hypothesis_length},
                        {"reference_length", bleu.reference_length},
+                       {"bleu_signature", evaluation::bleu_signature()},
                        {"chrf", evaluation::corpus_chrf(hypotheses, references)},
+                       {"chrf_signature", evaluation::chrf_signature()},
                        {"beam", search.beam},
+                       {"models", models.size()},
                        {"weights", trained.weights}};
   std::cout << dump_json(report) << std::endl;
   check_written(std::cout, "stdout");

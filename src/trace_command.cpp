@@ -91,8 +91,8 @@ int trace_command(int argc, char** argv) {
   evaluation::SearchOptions search = defaults;
   apply_flags(result, search);
   search.keep_attention = true;
-  run::TrainedModel trained = load_model_from_flags(result);
-  evaluation::Translator translator(trained);
+  std::vector<run::TrainedModel> models = load_models_from_flags(result);
+  evaluation::Translator translator(pointers(models));
   const evaluation::Translation t = translator.translate({sentence}, search).front();
   if (t.source_tokens.empty()) throw Error("the sentence has no tokens");
   print_steps(t, sentence);

@@ -16,7 +16,8 @@ namespace luong::cli {
 int translate_command(int argc, char** argv) {
   cxxopts::Options parser("luong translate",
                           "Translate sentences read from stdin, one per line, to stdout: one output line per input "
-                          "line. Lines over 1 MiB give an empty translation and a warning.");
+                          "line (with --nbest N: N lines of line<TAB>rank<TAB>score<TAB>translation). Lines over "
+                          "1 MiB give an empty translation and a warning.");
   add_model_flags(parser);
   add_flags(parser, evaluation::SearchOptions{});
   parser.add_options("output")("stats", "print the sentences per second of the translation itself (after loading) on stderr");
@@ -24,8 +25,8 @@ int translate_command(int argc, char** argv) {
   if (!parse_or_help(parser, argc, argv, result)) return 0;
   evaluation::SearchOptions search;
   apply_flags(result, search);
-  run::TrainedModel trained = load_model_from_flags(result);
-  evaluation::Translator translator(trained);
+  std::vector<run::TrainedModel> models = load_models_from_flags(result);
+  evaluation::Translator translator(pointers(models));
 
   // Lines are read in chunks so that memory stays bounded however long the input is; every input
   // line gives exactly one output line. A chunk holds 16 batches, which the translator groups by
@@ -39,8 +40,18 @@ int translate_command(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     const std::vector<evaluation::Translation> translations = translator.translate(chunk, search);
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (std::size_t i = 0; i < translations.size(); ++i) {
+      const auto& t = translations[i];
+      if (search.nbest == 1) {
+        std::cout << t.text << '\n';
+        continue;
+      }
+      // n-best: line number, rank, score and translation, tab-separated, best first.
+      for (std::size_t r = 0; r < t.nbest_texts.size(); ++r) {
+        std::cout << sentences + i + 1 << '\t' << r + 1 << '\t' << t.nbest[r].score << '\t' << t.nbest_texts[r] << '\n';
+      }
+    }
     sentences += chunk.size();
-    for (const auto& t : translations) std::cout << t.text << '\n';
     check_written(std::cout, "stdout");
     chunk.clear();
   };

@@ -72,6 +72,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(AttentionCase{"global-dot", config(AttentionKind::kGlobal, ScoreKind::kDot)},
                       AttentionCase{"global-general", config(AttentionKind::kGlobal, ScoreKind::kGeneral)},
                       AttentionCase{"global-concat", config(AttentionKind::kGlobal, ScoreKind::kConcat)},
+                      AttentionCase{"global-location", config(AttentionKind::kGlobal, ScoreKind::kLocation)},
+                      AttentionCase{"local-m-location", config(AttentionKind::kLocalMonotonic, ScoreKind::kLocation)},
+                      AttentionCase{"local-p-location", config(AttentionKind::kLocalPredictive, ScoreKind::kLocation)},
                       AttentionCase{"local-m-dot", config(AttentionKind::kLocalMonotonic, ScoreKind::kDot)},
                       AttentionCase{"local-m-general", config(AttentionKind::kLocalMonotonic, ScoreKind::kGeneral)},
                       AttentionCase{"local-m-concat", config(AttentionKind::kLocalMonotonic, ScoreKind::kConcat)},
@@ -123,6 +126,21 @@ INSTANTIATE_TEST_SUITE_P(BothDecoders, ModelGradientTest,
                          ::testing::Values(DecoderKind::kBahdanau, DecoderKind::kLuong),
                          [](const ::testing::TestParamInfo<DecoderKind>& info) { return std::string(options::enum_name(info.param)); });
 
+// The paper's configuration: LSTM cells, two layers each side, with a bidirectional encoder.
+TEST(GradientCheckTest, TwoLayerLstmModelWithBothDecoders) {
+  for (const DecoderKind decoder : {DecoderKind::kLuong, DecoderKind::kBahdanau}) {
+    torch::manual_seed(6);
+    Seq2Seq model(Seq2SeqOptions(9, 8).embed_size(3).hidden_size(3).cell(CellKind::kLstm).layers(2).bidirectional(true).decoder(decoder));
+    model->to(torch::kDouble);
+    const torch::Tensor src = torch::tensor({{4, 5, 6, 2}, {7, 2, 0, 0}}, torch::kLong);
+    const torch::Tensor lengths = torch::tensor({4, 2}, torch::kLong);
+    const torch::Tensor dec_in = torch::tensor({{1, 4, 5}, {1, 6, 0}}, torch::kLong);
+    const torch::Tensor dec_tgt = torch::tensor({{4, 5, 2}, {6, 2, 0}}, torch::kLong);
+    const auto loss = [&] { return model->loss(src, lengths, dec_in, dec_tgt, {LossAverage::kToken, 0.1}).loss; };
+    expect_close(test::check_gradients(named(*model), loss), std::string("lstm-2layer-") + options::enum_name(decoder));
+  }
+}
+
 TEST(GradientCheckTest, BidirectionalTwoLayerEncoder) {
   torch::manual_seed(4);
   Encoder encoder(EncoderOptions(7, 3).layers(2).bidirectional(true));
@@ -132,8 +150,8 @@ TEST(GradientCheckTest, BidirectionalTwoLayerEncoder) {
   const torch::Tensor probe_o = torch::randn({2, 3, 3}, torch::kDouble);
   const torch::Tensor probe_h = torch::randn({2, 2, 3}, torch::kDouble);
   const auto loss = [&] {
-    auto [outputs, hidden] = encoder(src, lengths);
-    return (outputs * probe_o).sum() + (hidden * probe_h).sum();
+    const EncoderOutput out = encoder(src, lengths);
+    return (out.outputs * probe_o).sum() + (out.state.hidden * probe_h).sum();
   };
   expect_close(test::check_gradients(named(*encoder), loss), "encoder-bi-2layer");
 }

@@ -83,7 +83,7 @@ TEST(TrainConfigTest, TableDrivesKeysAndResumeRules) {
     EXPECT_TRUE(a.to_json().contains(info.key)) << info.key;
   });
   EXPECT_EQ(static_cast<int>(a.to_json().size()), options);
-  EXPECT_EQ(may_change, 8);  // epochs, lr, clip, patience, out, device, threads, deterministic
+  EXPECT_EQ(may_change, 9);  // epochs, max_time, lr, clip, patience, out, device, threads, deterministic
   run::TrainConfig b = a;
   b.hidden = 128;
   b.lr = 0.5;

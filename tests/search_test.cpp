@@ -14,7 +14,7 @@ models::Seq2Seq random_model(models::AttentionKind kind, models::DecoderKind dec
   models::Seq2Seq model(models::Seq2SeqOptions(20, 15).embed_size(8).hidden_size(12).decoder(decoder).attention(attention));
   // Larger output weights make the distributions peaked, so greedy paths are long and varied.
   torch::NoGradGuard no_grad;
-  model->decoder->fc->weight.mul_(4);
+  model->decoder->fc->weight().mul_(4);
   return model;
 }
 
@@ -32,7 +32,8 @@ TEST(SearchTest, BeamOfOneEqualsGreedy) {
       model->eval();
       for (int64_t b = 0; b < 3; ++b) {
         const int64_t n = lengths[b].item<int64_t>();
-        const Hypothesis beam = beam_search(*model, src.slice(0, b, b + 1).slice(1, 0, n), lengths.slice(0, b, b + 1), options);
+        const Hypothesis beam =
+            reference_beam_search(*model, src.slice(0, b, b + 1).slice(1, 0, n), lengths.slice(0, b, b + 1), options);
         EXPECT_EQ(beam.tokens, greedy[static_cast<std::size_t>(b)].tokens) << "row " << b;
         EXPECT_NEAR(beam.log_prob, greedy[static_cast<std::size_t>(b)].log_prob, 1e-4);
         EXPECT_EQ(beam.finished, greedy[static_cast<std::size_t>(b)].finished);

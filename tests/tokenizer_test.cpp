@@ -36,10 +36,10 @@ TEST(WordTokenizerTest, InvalidUtf8NeverThrows) {
   EXPECT_EQ(tokenizer.encode("a\xFF" "b"), (Tokens{"a", "\uFFFD", "b"}));
 }
 
-TEST(WordTokenizerTest, DecodeJoinsWithSpaces) {
+TEST(WordTokenizerTest, DecodeDetokenises) {
   WordTokenizer tokenizer;
-  const std::string text = "we have to do this by ourselves .";
-  EXPECT_EQ(tokenizer.decode(tokenizer.encode(text)), text);
+  EXPECT_EQ(tokenizer.decode(tokenizer.encode("We have to do this by ourselves .")), "we have to do this by ourselves.");
+  EXPECT_EQ(tokenizer.decode(tokenizer.encode("one two three")), "one two three");
 }
 
 TEST(SentencePieceTokenizerTest, TrainsOnTheSharedCorpusAndRoundTrips) {

@@ -45,11 +45,14 @@ std::vector<char> text_bytes(const std::string& text) { return {text.begin(), te
 
 // The checkpoint's files as bytes, in files() order but for the manifest.
 std::map<std::string, std::vector<char>> checkpoint_contents(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer,
-                                                             const TrainerState& state) {
-  return {{"model.pt", models::serialize_state_dict(models::state_dict(model))},
-          {"optimizer.pt", models::serialize_state_dict(optimizer_state(optimizer))},
-          {"rng.pt", models::serialize_state_dict(run::random_states())},
-          {"state.json", text_bytes(dump_json(state.to_json(), 1) + "\n")}};
+                                                             const TrainerState& state, const ExponentialAverage* ema) {
+  std::map<std::string, std::vector<char>> contents = {
+      {"model.pt", models::serialize_state_dict(models::state_dict(model))},
+      {"optimizer.pt", models::serialize_state_dict(optimizer_state(optimizer))},
+      {"rng.pt", models::serialize_state_dict(run::random_states())},
+      {"state.json", text_bytes(dump_json(state.to_json(), 1) + "\n")}};
+  if (ema != nullptr) contents.emplace("ema.pt", models::serialize_state_dict(ema->state_dict()));
+  return contents;
 }
 
 Json manifest_of(const std::map<std::string, std::vector<char>>& contents) {
@@ -74,7 +77,7 @@ void exchange_into_place(const std::string& staging, const std::string& checkpoi
 }
 
 // Every file the manifest lists, checked for size and CRC-32; nothing else is trusted.
-std::map<std::string, std::vector<char>> read_verified(const std::string& checkpoint) {
+std::map<std::string, std::vector<char>> read_verified(const std::string& checkpoint, bool with_ema) {
   const std::string manifest_path = (fs::path(checkpoint) / "manifest.json").string();
   if (!fs::exists(manifest_path)) {
     throw CheckpointError(printable(manifest_path) + ": missing (the checkpoint is incomplete or from an older luong)");
@@ -93,7 +96,7 @@ std::map<std::string, std::vector<char>> read_verified(const std::string& checkp
   }
   std::map<std::string, std::vector<char>> contents;
   for (const std::string& name : Checkpointer::files()) {
-    if (name == "manifest.json") continue;
+    if (name == "manifest.json" || (name == "ema.pt" && !with_ema)) continue;
     const std::string path = (fs::path(checkpoint) / name).string();
     const Json& entry = manifest["files"].contains(name) ? manifest["files"][name] : Json();
     if (!entry.is_object() || !entry.contains("bytes") || !entry.contains("crc32") || !entry["bytes"].is_number_unsigned() ||
@@ -116,17 +119,35 @@ std::map<std::string, std::vector<char>> read_verified(const std::string& checkp
 }  // namespace
 
 const std::vector<std::string>& Checkpointer::files() {
-  static const std::vector<std::string> names = {"model.pt", "optimizer.pt", "rng.pt", "state.json", "manifest.json"};
+  static const std::vector<std::string> names = {"model.pt", "optimizer.pt", "rng.pt", "state.json", "ema.pt",
+                                                 "manifest.json"};
   return names;
 }
 
+void Checkpointer::export_epoch_average(const models::StateDict& weights, std::int64_t epoch) const {
+  fs::create_directories(paths_.epochs);
+  models::save_state_dict(weights, (fs::path(paths_.epochs) / ("model." + std::to_string(epoch) + ".pt")).string());
+  std::vector<models::StateDict> last;
+  for (std::int64_t e = epoch; e > 0 && e > epoch - average_last_; --e) {
+    const std::string path = (fs::path(paths_.epochs) / ("model." + std::to_string(e) + ".pt")).string();
+    if (fs::exists(path)) last.push_back(models::read_state_dict(path));
+  }
+  std::error_code ec;
+  fs::remove((fs::path(paths_.epochs) / ("model." + std::to_string(epoch - average_last_) + ".pt")), ec);
+  models::save_state_dict(average_state_dicts(last, paths_.epochs), paths_.averaged_model);
+}
+
 void Checkpointer::save(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const TrainerState& state,
-                        bool improved, bool epoch_end) const {
+                        bool improved, bool epoch_end, const ExponentialAverage* ema) const {
   const models::StateDict weights = models::state_dict(model);
   models::save_state_dict(weights, paths_.model);
   if (improved) models::save_state_dict(weights, paths_.best_model);
-  if (epoch_end) write_learning_curve(paths_, state.history);
-  const std::map<std::string, std::vector<char>> contents = checkpoint_contents(model, optimizer, state);
+  if (epoch_end) {
+    write_learning_curve(paths_, state.history);
+    if (ema != nullptr) models::save_state_dict(ema->state_dict(), paths_.ema_model);
+    if (average_last_ > 0) export_epoch_average(weights, state.epoch);
+  }
+  const std::map<std::string, std::vector<char>> contents = checkpoint_contents(model, optimizer, state, ema);
   const std::string staging = temporary_path_for(paths_.checkpoint);
   fs::create_directories(staging);
   crash_test::save_point();
@@ -145,9 +166,9 @@ void Checkpointer::save(models::Seq2SeqImpl& model, torch::optim::Optimizer& opt
 }
 
 TrainerState Checkpointer::load(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer,
-                                std::int64_t max_epochs) const {
+                                std::int64_t max_epochs, ExponentialAverage* ema) const {
   if (!fs::is_directory(paths_.checkpoint)) throw Error(printable(paths_.checkpoint) + ": no checkpoint to resume from");
-  const auto contents = read_verified(paths_.checkpoint);
+  const auto contents = read_verified(paths_.checkpoint, ema != nullptr);
   const auto path_of = [&](const std::string& name) { return printable((fs::path(paths_.checkpoint) / name).string()); };
   const std::vector<char>& state_bytes = contents.at("state.json");
   Json state_json;
@@ -160,6 +181,8 @@ TrainerState Checkpointer::load(models::Seq2SeqImpl& model, torch::optim::Optimi
   const models::StateDict weights = models::parse_state_dict(contents.at("model.pt"), path_of("model.pt"));
   const models::StateDict optimizer_tensors = models::parse_state_dict(contents.at("optimizer.pt"), path_of("optimizer.pt"));
   const models::StateDict random = models::parse_state_dict(contents.at("rng.pt"), path_of("rng.pt"));
+  const models::StateDict averaged =
+      ema != nullptr ? models::parse_state_dict(contents.at("ema.pt"), path_of("ema.pt")) : models::StateDict();
   // load_state_dict converts dtypes (a float64 export loads into a float32 model); a checkpoint
   // must match exactly, or config.json was edited under it.
   for (const auto& [name, tensor] : weights) {
@@ -174,6 +197,7 @@ TrainerState Checkpointer::load(models::Seq2SeqImpl& model, torch::optim::Optimi
   models::load_state_dict(model, weights, path_of("model.pt"));
   load_optimizer_state(optimizer, optimizer_tensors, path_of("optimizer.pt"));
   run::restore_random_states(random, path_of("rng.pt"));
+  if (ema != nullptr) ema->load(averaged, path_of("ema.pt"));
   return state;
 }
 

@@ -8,9 +8,21 @@
 namespace luong::training {
 namespace {
 
+// Plain SGD (the paper's, without momentum) keeps no state; Adam keeps moments and a step count.
+bool is_stateless_sgd(torch::optim::Optimizer& optimizer) {
+  auto* sgd = dynamic_cast<torch::optim::SGD*>(&optimizer);
+  if (sgd == nullptr) return false;
+  for (const auto& group : sgd->param_groups()) {
+    if (static_cast<const torch::optim::SGDOptions&>(group.options()).momentum() != 0) {
+      throw Error("optimizer state: SGD with momentum is not supported");
+    }
+  }
+  return true;
+}
+
 torch::optim::Adam& as_adam(torch::optim::Optimizer& optimizer) {
   auto* adam = dynamic_cast<torch::optim::Adam*>(&optimizer);
-  if (adam == nullptr) throw Error("optimizer state: only Adam is supported");
+  if (adam == nullptr) throw Error("optimizer state: only Adam and plain SGD are supported");
   return *adam;
 }
 
@@ -28,6 +40,7 @@ std::string describe(const torch::Tensor& t) {
 }  // namespace
 
 models::StateDict optimizer_state(torch::optim::Optimizer& optimizer) {
+  if (is_stateless_sgd(optimizer)) return {};
   torch::optim::Adam& adam = as_adam(optimizer);
   const auto& params = parameters_of(optimizer);
   models::StateDict out;
@@ -45,6 +58,12 @@ models::StateDict optimizer_state(torch::optim::Optimizer& optimizer) {
 }
 
 void load_optimizer_state(torch::optim::Optimizer& optimizer, const models::StateDict& state, const std::string& origin) {
+  if (is_stateless_sgd(optimizer)) {
+    if (!state.empty()) {
+      throw CheckpointError(origin + ": '" + printable(state.front().first) + "' is state, but plain SGD keeps none");
+    }
+    return;
+  }
   torch::optim::Adam& adam = as_adam(optimizer);
   const auto& params = parameters_of(optimizer);
   const bool amsgrad = static_cast<const torch::optim::AdamOptions&>(adam.param_groups().front().options()).amsgrad();

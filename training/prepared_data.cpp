@@ -8,6 +8,7 @@
 #include "luong/data_pipeline/builtin_corpus.h"
 #include "luong/data_pipeline/corpus.h"
 #include "luong/data_pipeline/sentencepiece_tokenizer.h"
+#include "luong/data_pipeline/word_tokenizer.h"
 #include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
 
@@ -100,8 +101,14 @@ PreparedData prepare_data(const run::TrainConfig& config, const run::RunPaths& p
     mirror_from_main(parallel, "spm.source.model", paths.source_spm);
     mirror_from_main(parallel, "spm.target.model", paths.target_spm);
   }
+  if (!spm && !resume && is_main) {
+    std::vector<std::string> targets;
+    for (const auto& p : out.splits.train) targets.push_back(p.target);
+    data::Truecaser::build(targets).save(paths.truecase);
+  }
+  if (!spm) mirror_from_main(parallel, "target.truecase", paths.truecase);
   out.source_tokenizer = data::load_tokenizer(config.tokenizer, paths.source_spm);
-  out.target_tokenizer = data::load_tokenizer(config.tokenizer, paths.target_spm);
+  out.target_tokenizer = data::load_tokenizer(config.tokenizer, paths.target_spm, paths.truecase);
   if (is_main && !resume) {
     const data::VocabularyOptions vocab_options{static_cast<std::size_t>(config.min_frequency),
                                                 static_cast<std::size_t>(config.max_vocab)};
@@ -115,9 +122,9 @@ PreparedData prepare_data(const run::TrainConfig& config, const run::RunPaths& p
   out.source_vocab = std::make_unique<data::Vocabulary>(data::Vocabulary::load(paths.source_vocab));
   out.target_vocab = std::make_unique<data::Vocabulary>(data::Vocabulary::load(paths.target_vocab));
   out.train = data::encode_pairs(out.splits.train, *out.source_tokenizer, *out.target_tokenizer, *out.source_vocab,
-                                 *out.target_vocab);
+                                 *out.target_vocab, config.reverse_source);
   const auto dev_pairs = data::encode_pairs(out.splits.dev, *out.source_tokenizer, *out.target_tokenizer,
-                                            *out.source_vocab, *out.target_vocab);
+                                            *out.source_vocab, *out.target_vocab, config.reverse_source);
   for (const auto& p : out.splits.dev) out.dev_references.push_back(p.target);
   data::BatchingOptions dev_batching;
   dev_batching.batch_size = 100;

@@ -43,22 +43,35 @@ TrainStep::TrainStep(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimi
                      const torch::Device& device, DataParallel* parallel)
     : model_(model), optimizer_(optimizer), options_(options), device_(device), parallel_(parallel) {}
 
-TrainStep::Result TrainStep::run(const std::vector<const data::EncodedPair*>& rows, bool interrupt) {
-  optimizer_.zero_grad();
+TrainStep::Result TrainStep::run(const std::vector<const data::EncodedPair*>& rows, bool interrupt, bool last) {
+  if (gathered_ == 0) optimizer_.zero_grad();
   Result result = parallel_ == nullptr ? run_alone(rows, interrupt) : run_shard(rows, interrupt);
-  if (result.finite) apply();
+  if (!result.finite) return result;
+  if (++gathered_ < options_.accumulate && !last) {
+    result.interrupted = false;  // a stop waits for the group's update
+    return result;
+  }
+  gathered_ = 0;
+  apply();
+  result.applied = true;
   return result;
 }
 
 TrainStep::Result TrainStep::run_alone(const std::vector<const data::EncodedPair*>& rows, bool interrupt) {
   const data::Batch batch = data::make_batch(rows).to(device_);
-  const models::LossOutput loss = model_.loss(batch, options_.average);
+  const models::LossOutput loss = model_.loss(batch, {options_.average, options_.label_smoothing});
   Result result;
   result.interrupted = interrupt;
   // On the CPU reading the value costs nothing, and a non-finite loss is caught before its update;
   // on a GPU the trainer checks the running sum when it reads it.
   if (device_.is_cpu()) result.finite = std::isfinite(loss.loss.item<double>());
-  if (result.finite) loss.loss.backward();
+  if (result.finite) {
+    if (options_.accumulate > 1) {
+      (loss.loss / static_cast<double>(options_.accumulate)).backward();  // the group's mean gradient
+    } else {
+      loss.loss.backward();
+    }
+  }
   result.loss = loss.loss.detach().to(torch::kFloat64);
   return result;
 }
@@ -70,7 +83,8 @@ TrainStep::Result TrainStep::run_shard(const std::vector<const data::EncodedPair
   torch::Tensor local = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   if (!mine.empty()) {
     const data::Batch batch = data::make_batch(mine).to(device_);
-    const models::LossOutput loss = model_.weighted_loss(batch, step_weights(rows, options_.average));
+    const models::LossOutput loss =
+        model_.weighted_loss(batch, step_weights(rows, options_.average), options_.label_smoothing);
     local = loss.loss.detach().to(torch::kFloat64);
     // A non-finite shard still takes part in the all-reduce; the summed loss carries it to every rank.
     if (!device_.is_cpu() || std::isfinite(local.item<double>())) loss.loss.backward();

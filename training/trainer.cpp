@@ -15,9 +15,10 @@
 #include "luong/run/runtime.h"
 #include "luong/training/checkpointer.h"
 #include "luong/training/epoch_end.h"
-#include "luong/training/fused_adam.h"
 #include "luong/training/prepared_data.h"
+#include "luong/training/schedule.h"
 #include "luong/training/train_step.h"
+#include "luong/training/weight_average.h"
 #include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
 #include "luong/util/progress.h"
@@ -144,11 +145,13 @@ struct Session {
   run::RunPaths paths{""};
   PreparedData data;
   models::Seq2Seq model{nullptr};
-  std::unique_ptr<FusedAdam> optimizer;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<ExponentialAverage> ema;  ///< with --ema
   TrainerState state;
   std::vector<options::Change> resume_changes;  ///< not yet recorded in config.json
   std::int64_t resumed_after = 0;
   bool is_main() const { return parallel == nullptr || parallel->is_main(); }
+  Checkpointer checkpointer() const { return Checkpointer(paths, config.average_last); }
 };
 
 // The runtime, the rendezvous (rank 0's configuration is the run's: the others keep only their
@@ -157,6 +160,9 @@ void open_session(Session& s, const run::TrainConfig& requested, bool resume, co
   const bool follower = distributed.enabled() && distributed.rank != 0;
   s.config = requested;
   if (!follower) s.config.validate();
+  if (distributed.enabled() && requested.accumulate > 1) {
+    throw Error("--accumulate with --world-size > 1 is not supported: a larger global --batch does the same");
+  }
   s.runtime = run::apply_runtime(s.config.runtime(), distributed.enabled() ? distributed.local_world_size : 1);
   if (distributed.enabled() && s.runtime.device.is_cuda() && !s.runtime.device.has_index()) {
     s.runtime.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(distributed.local_rank));
@@ -205,14 +211,15 @@ void build_model(Session& s, bool resume) {
                                                    static_cast<int64_t>(s.data.target_vocab->size())));
   s.model->to(s.runtime.device, s.config.scalar_type());
   s.model->train();
-  s.optimizer = std::make_unique<FusedAdam>(s.model->parameters(), torch::optim::AdamOptions(s.config.lr));
+  s.optimizer = make_optimizer(s.config, s.model->parameters());
+  if (s.config.ema > 0) s.ema = std::make_unique<ExponentialAverage>(*s.model, s.config.ema);
   DataParallel* const dp = s.parallel.get();
   if (resume) {
     for (const std::string& file : Checkpointer::files()) {
       mirror_from_main(dp, "checkpoint/" + file, (fs::path(s.paths.checkpoint) / file).string());
     }
     const run::TrainConfig saved = s.is_main() ? run::TrainConfig::load(s.paths.config) : s.config;
-    s.state = Checkpointer(s.paths).load(*s.model, *s.optimizer, saved.epochs);
+    s.state = s.checkpointer().load(*s.model, *s.optimizer, saved.epochs, s.ema.get());
     if (s.state.batches_done > 0) {
       s.state.check_batches(static_cast<std::int64_t>(epoch_plan(s, s.state.epoch + 1).size()),
                             printable((fs::path(s.paths.checkpoint) / "state.json").string()));
@@ -256,7 +263,7 @@ void save_interrupted(Session& s, std::int64_t epoch, std::size_t batch, LossMet
   s.state.partial_tokens = tokens;
   if (!s.is_main()) return;
   record_resume(s.config, s.resume_changes, s.resumed_after, s.paths);
-  Checkpointer(s.paths).save(*s.model, *s.optimizer, s.state, false, false);
+  s.checkpointer().save(*s.model, *s.optimizer, s.state, false, false, s.ema.get());
   std::fprintf(stderr, "luong train: interrupted; checkpoint saved after epoch %lld batch %zu (resume with --resume)\n",
                static_cast<long long>(epoch - 1), batch);
 }
@@ -279,7 +286,12 @@ EpochOutcome run_epoch(Session& s, std::int64_t epoch, TrainStep& step) {
   const auto start = std::chrono::steady_clock::now();
   for (std::size_t i = static_cast<std::size_t>(s.state.batches_done); i < plan.size(); ++i) {
     const std::int64_t batch_tokens = target_tokens(plan[i]);
-    const TrainStep::Result result = step.run(plan[i], g_interrupted.load());
+    set_learning_rate(*s.optimizer, learning_rate(s.config, epoch, s.state));
+    const TrainStep::Result result = step.run(plan[i], g_interrupted.load(), i + 1 == plan.size());
+    if (result.applied) {
+      ++s.state.optimizer_steps;
+      if (s.ema) s.ema->update();
+    }
     if (!result.finite) {
       throw Error("non-finite loss at epoch " + std::to_string(epoch) + " batch " + std::to_string(i + 1) +
                   " (corpus lines " + describe_lines(plan[i]) + "); the last good checkpoint in " + s.paths.checkpoint +
@@ -324,9 +336,13 @@ bool end_epoch(Session& s, const EpochRecord& record, const std::string& communi
   if (s.is_main()) {
     const DevMetrics dev = evaluate_dev(*s.model, s.data, s.runtime.device);
     const bool improved = record_epoch(s.state, record, dev);
+    std::string extra = communication;
+    if (s.config.schedule == run::Schedule::kPlateau && update_plateau(s.state, dev.loss, s.config.plateau_patience)) {
+      extra += ", dev loss stalled: learning rate now " + options::value_text(learning_rate(s.config, record.epoch, s.state));
+    }
     record_resume(s.config, s.resume_changes, s.resumed_after, s.paths);
-    Checkpointer(s.paths).save(*s.model, *s.optimizer, s.state, improved, true);
-    log_epoch(s.state.history.back(), s.config.epochs, improved, communication);
+    s.checkpointer().save(*s.model, *s.optimizer, s.state, improved, true, s.ema.get());
+    log_epoch(s.state.history.back(), s.config.epochs, improved, extra);
     if (s.config.patience > 0 && s.state.bad_epochs >= s.config.patience) {
       std::fprintf(stderr, "luong train: dev BLEU has not improved for %lld epochs; stopping (best %.2f kept in %s)\n",
                    static_cast<long long>(s.config.patience), s.state.best_bleu, s.paths.best_model.c_str());
@@ -334,9 +350,23 @@ bool end_epoch(Session& s, const EpochRecord& record, const std::string& communi
     }
   } else {
     record_epoch(s.state, record, {});
+    if (s.config.schedule == run::Schedule::kPlateau) update_plateau(s.state, NAN, s.config.plateau_patience);
   }
   if (s.parallel != nullptr) stop = s.parallel->sum({stop ? 1.0 : 0.0})[0] > 0;  // rank 0 decides for everyone
   return stop;
+}
+
+// --max-time: whether the next epoch, taking as long as the last one, would end past the budget.
+bool out_of_time(const Session& s, std::chrono::steady_clock::time_point started) {
+  if (s.config.max_time <= 0 || s.state.history.empty()) return false;
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double next = s.state.history.back().seconds;
+  if (elapsed + next <= static_cast<double>(s.config.max_time)) return false;
+  if (s.is_main()) {
+    std::fprintf(stderr, "luong train: stopping after epoch %lld: another would end past --max-time %lld s (%.0f s so far)\n",
+                 static_cast<long long>(s.state.epoch), static_cast<long long>(s.config.max_time), elapsed);
+  }
+  return true;
 }
 
 std::string communication_summary(const DataParallel* dp, double seconds_before, std::int64_t calls_before) {
@@ -356,8 +386,6 @@ TrainResult train(const run::TrainConfig& requested, bool resume, const Distribu
   open_session(s, requested, resume, distributed);
   s.data = prepare_data(s.config, s.paths, resume, s.parallel.get());
   build_model(s, resume);
-  // The checkpoint restores Adam's state; the learning rate is the configuration's (--lr may change on --resume).
-  for (auto& group : s.optimizer->param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(s.config.lr);
   print_start(s, resume, distributed);
 
   TrainResult result;
@@ -367,10 +395,19 @@ TrainResult train(const run::TrainConfig& requested, bool resume, const Distribu
   result.history = s.state.history;
   TrainStepOptions step_options;
   step_options.average = s.config.loss_average;
+  step_options.label_smoothing = s.config.label_smoothing;
   step_options.clip = s.config.clip;
+  step_options.accumulate = s.config.accumulate;
   TrainStep step(*s.model, *s.optimizer, step_options, s.runtime.device, s.parallel.get());
   InterruptGuard interrupt_guard;
+  const auto started = std::chrono::steady_clock::now();
   for (std::int64_t epoch = s.state.epoch + 1; epoch <= s.config.epochs; ++epoch) {
+    bool late = out_of_time(s, started);
+    if (s.parallel != nullptr && s.config.max_time > 0) late = s.parallel->sum({late ? 1.0 : 0.0})[0] > 0;  // together
+    if (late) {
+      result.stopped_early = true;
+      break;
+    }
     const DataParallel* dp = s.parallel.get();
     const double allreduce_before = dp != nullptr ? dp->allreduce_seconds() : 0.0;
     const std::int64_t calls_before = dp != nullptr ? dp->allreduce_calls() : 0;

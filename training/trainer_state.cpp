@@ -71,6 +71,10 @@ Json TrainerState::to_json() const {
           {"partial_tokens", partial_tokens},
           {"best_bleu", best_bleu},
           {"bad_epochs", bad_epochs},
+          {"optimizer_steps", optimizer_steps},
+          {"lr_scale", lr_scale},
+          {"best_dev_loss", best_dev_loss},
+          {"plateau_epochs", plateau_epochs},
           {"history", rows}};
 }
 
@@ -85,6 +89,11 @@ TrainerState TrainerState::from_json(const Json& json, const std::string& origin
   s.partial_tokens = in.integer(json, "partial_tokens", 0, kMax);
   s.best_bleu = in.number(json, "best_bleu", -1, false);
   s.bad_epochs = in.integer(json, "bad_epochs", 0, s.epoch);
+  s.optimizer_steps = in.integer(json, "optimizer_steps", 0, kMax);
+  s.lr_scale = in.number(json, "lr_scale", 0, false);
+  if (s.lr_scale <= 0 || s.lr_scale > 1) in.fail("lr_scale", std::to_string(s.lr_scale) + " is outside (0, 1]");
+  s.best_dev_loss = in.number(json, "best_dev_loss", -1, false);
+  s.plateau_epochs = in.integer(json, "plateau_epochs", 0, s.epoch);
   const Json& history = in.field(json, "history", "");
   if (!history.is_array()) in.fail("history", "must be a list of epoch records");
   if (static_cast<std::int64_t>(history.size()) != s.epoch) {

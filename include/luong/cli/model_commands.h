@@ -4,17 +4,21 @@
 
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "luong/run/run_directory.h"
 #include "luong/run/runtime_options.h"
 
 namespace luong::cli {
 
-/// Adds --model and the runtime flags.
+/// Adds --model (one run, or several for an ensemble), --weights and the runtime flags.
 void add_model_flags(cxxopts::Options& parser);
 
-/// Applies the runtime flags and loads the run named by --model (required).
-run::TrainedModel load_model_from_flags(const cxxopts::ParseResult& result);
+/// Applies the runtime flags and loads the runs named by --model (at least one).
+std::vector<run::TrainedModel> load_models_from_flags(const cxxopts::ParseResult& result);
+
+/// The models' addresses, as a Translator takes them.
+std::vector<run::TrainedModel*> pointers(std::vector<run::TrainedModel>& models);
 
 /// Throws luong::Error("<what>: write error (...)") when `out` has failed (a full disk, a closed pipe).
 void check_written(std::ostream& out, const std::string& what);

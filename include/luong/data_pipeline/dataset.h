@@ -53,10 +53,12 @@ struct EncodedPair {
   std::size_t line = 0;
 };
 
-std::vector<std::int64_t> encode_source(const std::vector<std::string>& tokens, const Vocabulary& vocabulary);
+/// The source's ids, reversed when `reverse` (Luong et al.'s source reversal), then <eos>.
+std::vector<std::int64_t> encode_source(const std::vector<std::string>& tokens, const Vocabulary& vocabulary,
+                                        bool reverse = false);
 
 std::vector<EncodedPair> encode_pairs(const std::vector<FilteredPair>& pairs, const Tokenizer& source_tokenizer,
                                       const Tokenizer& target_tokenizer, const Vocabulary& source_vocabulary,
-                                      const Vocabulary& target_vocabulary);
+                                      const Vocabulary& target_vocabulary, bool reverse_source = false);
 
 }  // namespace luong::data

@@ -22,8 +22,10 @@ class Tokenizer {
 
 enum class TokenizerKind { kWord, kSpm };
 
-/// The tokenizer of a saved run: the word tokenizer, or sentencepiece with the model at `model_path`.
-std::unique_ptr<Tokenizer> load_tokenizer(TokenizerKind kind, const std::string& model_path = "");
+/// The tokenizer of a saved run: the word tokenizer (with the truecaser at `truecase_path` when that
+/// file exists), or sentencepiece with the model at `model_path`.
+std::unique_ptr<Tokenizer> load_tokenizer(TokenizerKind kind, const std::string& model_path = "",
+                                          const std::string& truecase_path = "");
 
 }  // namespace luong::data
 

@@ -29,4 +29,11 @@ BleuScore corpus_bleu(const std::vector<std::string>& hypotheses, const std::vec
 /// over the orders present, then F_beta.
 double corpus_chrf(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references);
 
+/// The sacreBLEU version these implementations are held to (tests/sacrebleu_test.cpp runs it).
+inline constexpr const char* kSacrebleuVersion = "2.6.0";
+/// sacreBLEU's signature of the settings above, e.g. "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0".
+std::string bleu_signature();
+/// "nrefs:1|case:mixed|eff:yes|nc:6|nw:0|space:no|version:2.6.0"
+std::string chrf_signature();
+
 }  // namespace luong::evaluation

@@ -1,8 +1,11 @@
 #pragma once
-// Luong et al. (2015), section 3.1: the three content-based alignment scores.
-//   dot:     score(h_t, h_s) = h_t . h_s            (optionally / sqrt(H), the notebook's fix)
-//   general: score(h_t, h_s) = h_t . (W_a h_s)      (optionally / sqrt(H))
-//   concat:  score(h_t, h_s) = v_a . tanh(W_a [h_t; h_s])
+// Luong et al. (2015), section 3.1: the three content-based alignment scores and the
+// location-based one.
+//   dot:      score(h_t, h_s) = h_t . h_s            (optionally / sqrt(H), the notebook's fix)
+//   general:  score(h_t, h_s) = h_t . (W_a h_s)      (optionally / sqrt(H))
+//   concat:   score(h_t, h_s) = v_a . tanh(W_a [h_t; h_s])
+//   location: score(h_t, s)   = (W_a h_t)_s          (eq. 8: a_t = softmax(W_a h_t), from the target
+//             state alone; W_a [P, H] scores P source positions, and positions past P get no weight)
 #include <torch/torch.h>
 
 #include <string>
@@ -11,7 +14,7 @@
 
 namespace luong::models {
 
-enum class ScoreKind { kDot, kGeneral, kConcat };
+enum class ScoreKind { kDot, kGeneral, kConcat, kLocation };
 
 
 struct AlignmentScoreOptions {
@@ -22,6 +25,8 @@ struct AlignmentScoreOptions {
   TORCH_ARG(ScoreKind, kind) = ScoreKind::kDot;
   /// Divide dot/general scores by sqrt(H) (the notebook scales; the paper does not).
   TORCH_ARG(bool, scale) = true;
+  /// location: the source positions W_a scores.
+  TORCH_ARG(int64_t, positions) = 64;
 };
 
 class AlignmentScoreImpl : public torch::nn::Cloneable<AlignmentScoreImpl> {
@@ -38,7 +43,7 @@ class AlignmentScoreImpl : public torch::nn::Cloneable<AlignmentScoreImpl> {
   torch::Tensor forward(const torch::Tensor& keys, const torch::Tensor& query);
 
   AlignmentScoreOptions options;
-  torch::nn::Linear Wa{nullptr};  ///< general: [H, H]; concat: [H, 2H] over [h_t; h_s]. No bias.
+  torch::nn::Linear Wa{nullptr};  ///< general: [H, H]; concat: [H, 2H] over [h_t; h_s]; location: [P, H]. No bias.
   torch::nn::Linear va{nullptr};  ///< concat only: [1, H], no bias.
 };
 TORCH_MODULE(AlignmentScore);
@@ -50,5 +55,6 @@ struct luong::options::EnumNames<luong::models::ScoreKind> {
   static constexpr std::pair<luong::models::ScoreKind, const char*> values[] = {
       {luong::models::ScoreKind::kDot, "dot"},
       {luong::models::ScoreKind::kGeneral, "general"},
-      {luong::models::ScoreKind::kConcat, "concat"}};
+      {luong::models::ScoreKind::kConcat, "concat"},
+      {luong::models::ScoreKind::kLocation, "location"}};
 };

@@ -23,6 +23,8 @@ struct AttentionConfig {
   /// local-p only: the notebook's variant (window centre clamped into the sentence, weights
   /// renormalised to sum to 1). The paper does neither.
   bool renormalize = false;
+  /// The location score's source positions (W_a's rows).
+  int64_t positions = 64;
 };
 
 /// What attention needs of the encoder, computed once per batch and reused at every decoder step.

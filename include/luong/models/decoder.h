@@ -1,7 +1,7 @@
 #pragma once
 // The notebook's first `Decoder` (Bahdanau-style ordering): attention is computed from the previous
-// hidden state h_{t-1}, the context is concatenated to the embedding and fed to the GRU, and the GRU
-// output goes through `fc` to the vocabulary.
+// hidden state h_{t-1}, the context is concatenated to the embedding and fed to the recurrent
+// stack, and its top output goes through `fc` to the vocabulary.
 #include "luong/models/decoder_interface.h"
 
 namespace luong::models {
@@ -10,8 +10,8 @@ class DecoderImpl : public DecoderInterface {
  public:
   explicit DecoderImpl(const DecoderOptions& options);
 
-  DecoderState initial_state(const torch::Tensor& encoder_hidden) override;
-  /// c_t from a(h_{t-1}); h_t = GRU([emb(y_{t-1}); c_t], h_{t-1}); features = h_t [B, H].
+  DecoderState initial_state(const RecurrentState& encoder_state) override;
+  /// c_t from a(h_{t-1}); h_t = RNN([emb(y_{t-1}); c_t], h_{t-1}); features = h_t [B, H].
   DecoderStep step(const torch::Tensor& previous_word, const DecoderState& state, const AttentionMemory& memory,
                    int64_t t) override;
   AttentionImpl& attention() override { return *attention_; }

@@ -1,11 +1,12 @@
 #pragma once
-// What both decoders share: the recurrent state, one step's result, and the single `step` that
-// teacher-forced training, greedy and beam decoding and tracing all call.
+// What both decoders share: the recurrent state, one step's result, the output projection, and the
+// single `step` that teacher-forced training, greedy and beam decoding and tracing all call.
 #include <torch/torch.h>
 
 #include <memory>
 
 #include "luong/models/attention.h"
+#include "luong/models/recurrent.h"
 
 namespace luong::models {
 
@@ -20,25 +21,30 @@ struct DecoderOptions {
   TORCH_ARG(int64_t, vocab_size);
   TORCH_ARG(int64_t, embed_size);
   TORCH_ARG(int64_t, hidden_size);
+  TORCH_ARG(CellKind, cell) = CellKind::kGru;
   TORCH_ARG(int64_t, layers) = 1;
-  /// Dropout between GRU layers (layers > 1).
+  /// Dropout as the paper applies it (training only): on the embeddings, between the layers and on
+  /// the features fed to the output layer (the attentional vector h~ for LuongDecoder).
   TORCH_ARG(double, dropout) = 0.0;
   TORCH_ARG(AttentionConfig, attention) = AttentionConfig{};
+  /// The output projection reuses the embedding matrix (needs embed_size == hidden_size).
+  TORCH_ARG(bool, tie_embeddings) = false;
   /// On the CPU, use the hand-differentiated kernels where they apply: the teacher-forced
-  /// LuongDecoder with one layer and global dot/general attention (fused_recurrence.h), and the
-  /// vocabulary projection with its cross-entropy (linear_cross_entropy.h).
+  /// LuongDecoder with one GRU layer, global dot/general attention and no dropout in training
+  /// (fused_recurrence.h), and the vocabulary projection with its cross-entropy
+  /// (linear_cross_entropy.h).
   TORCH_ARG(bool, fused) = true;
 };
 
 struct DecoderState {
-  torch::Tensor hidden;       ///< [layers, B, H]
+  RecurrentState recurrent;   ///< [layers, B, H] (and the LSTM cell)
   torch::Tensor attentional;  ///< h~_{t-1} [B, H] (LuongDecoder's input feeding); undefined otherwise
 
   DecoderState index_select(const torch::Tensor& rows) const;
 };
 
 struct DecoderStep {
-  torch::Tensor features;   ///< [B, H]: what `fc` turns into logits (h_t, or h~_t for LuongDecoder)
+  torch::Tensor features;   ///< [B, H]: what the output layer turns into logits (h_t, or h~_t for LuongDecoder)
   torch::Tensor weights;    ///< [B, S] attention weights of this step
   torch::Tensor positions;  ///< [B] aligned position p_t for local attention, else undefined
   DecoderState state;       ///< the state after this step
@@ -46,14 +52,29 @@ struct DecoderStep {
 
 /// Teacher forcing's result.
 struct TeacherForced {
-  torch::Tensor features;  ///< [B, T, H]: what `fc` turns into logits
+  torch::Tensor features;  ///< [B, T, H]: what the output layer turns into logits
   torch::Tensor weights;   ///< [B, T, S] attention weights; undefined unless asked for
 };
 
+/// The vocabulary projection, nn.Linear's `weight` [V, H] and `bias` [V], or with tied embeddings
+/// the embedding matrix and a bias of its own (then the state dict holds only `bias`).
+class OutputLayerImpl : public torch::nn::Module {
+ public:
+  OutputLayerImpl(int64_t hidden_size, int64_t vocab_size, torch::nn::Embedding tied_to = nullptr);
+  torch::Tensor forward(const torch::Tensor& features) { return torch::nn::functional::linear(features, weight(), bias); }
+  const torch::Tensor& weight() const { return tied_ ? tied_->weight : weight_; }
+  torch::Tensor bias;
+
+ private:
+  torch::Tensor weight_;
+  torch::nn::Embedding tied_{nullptr};
+};
+TORCH_MODULE(OutputLayer);
+
 class DecoderInterface : public torch::nn::Module {
  public:
-  /// encoder_hidden [layers, B, H] -> the state before the first step.
-  virtual DecoderState initial_state(const torch::Tensor& encoder_hidden) = 0;
+  /// The encoder's final state [layers, B, H] -> the state before the first step.
+  virtual DecoderState initial_state(const RecurrentState& encoder_state) = 0;
   /// previous_word [B] int64, state, memory from attention().prepare, step index t -> one step.
   virtual DecoderStep step(const torch::Tensor& previous_word, const DecoderState& state,
                            const AttentionMemory& memory, int64_t t) = 0;
@@ -64,9 +85,10 @@ class DecoderInterface : public torch::nn::Module {
   /// fused kernel where the decoder has one (never when `keep_weights`).
   virtual TeacherForced teacher_forced(const torch::Tensor& dec_in, const DecoderState& state,
                                        const AttentionMemory& memory, bool keep_weights);
-  /// Cross-entropy of features [N, H] against targets [N] -> [N]: the vocabulary projection and the
-  /// loss as one fused node on the CPU (options.fused), LibTorch's ops elsewhere.
-  torch::Tensor token_losses(const torch::Tensor& features, const torch::Tensor& targets);
+  /// Cross-entropy of features [N, H] against targets [N] -> [N], with label smoothing eps (the
+  /// target gets 1 - eps, every class eps / V): the vocabulary projection and the loss as one fused
+  /// node on the CPU (options.fused), LibTorch's ops elsewhere.
+  torch::Tensor token_losses(const torch::Tensor& features, const torch::Tensor& targets, double label_smoothing = 0);
 
   virtual AttentionImpl& attention() = 0;
   virtual const DecoderOptions& decoder_options() const = 0;
@@ -74,14 +96,9 @@ class DecoderInterface : public torch::nn::Module {
   virtual void set_fused(bool fused) = 0;
 
   torch::nn::Embedding embedding{nullptr};
-  torch::nn::GRU gru{nullptr};
-  torch::nn::Linear fc{nullptr};
+  RecurrentLayers recurrent;
+  OutputLayer fc{nullptr};
 };
-
-/// One GRU time step through the weights of `gru` (torch::gru_cell per layer, so the state dict
-/// keeps nn.GRU's names). input [B, I], hidden [layers, B, H] -> new hidden [layers, B, H].
-torch::Tensor gru_step(torch::nn::GRU& gru, const torch::Tensor& input, const torch::Tensor& hidden, double dropout,
-                       bool training);
 
 /// Builds the decoder of `kind`.
 std::shared_ptr<DecoderInterface> make_decoder(DecoderKind kind, const DecoderOptions& options);

@@ -11,6 +11,8 @@ struct GlobalAttentionOptions {
   TORCH_ARG(ScoreKind, score) = ScoreKind::kDot;
   /// Scale dot/general by 1/sqrt(H), as the notebook's DotAttention does.
   TORCH_ARG(bool, scale) = true;
+  /// The location score's source positions.
+  TORCH_ARG(int64_t, positions) = 64;
 };
 
 class GlobalAttentionImpl : public AttentionImpl {

@@ -1,8 +1,7 @@
 #pragma once
 // The vocabulary projection and the cross-entropy as one autograd node. Autograd's version makes
 // ~6 passes over the [N, V] logits (log_softmax, nll, the zero-filled gradient, log_softmax's
-// backward, the bias sum) and runs its three [N, V] products on one thread, since BLAS is kept to
-// one thread. Here the vocabulary is cut into one slice per intra-op thread: each slice's logits,
+// backward, the bias sum). Here the vocabulary is cut into one slice per intra-op thread: each slice's logits,
 // softmax statistics, gradient and products run on its own thread, and the softmax gradient is
 // formed in the logits' buffer during the forward pass (the backward only scales rows).
 #include <torch/torch.h>
@@ -10,8 +9,9 @@
 namespace luong::models {
 
 /// x [N, H], weight [V, H], bias [V], targets [N] int64 in [0, V) -> cross-entropy of each row
-/// [N], the same as cross_entropy(linear(x, weight, bias), targets, reduction none). CPU only.
+/// [N], the same as cross_entropy(linear(x, weight, bias), targets, reduction none,
+/// label_smoothing): with eps > 0 the target distribution is (1 - eps) onehot + eps / V. CPU only.
 torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
-                                   const torch::Tensor& targets);
+                                   const torch::Tensor& targets, double label_smoothing = 0);
 
 }  // namespace luong::models

@@ -13,6 +13,8 @@ struct LocalMonotonicAttentionOptions {
   TORCH_ARG(int64_t, window) = 2;
   TORCH_ARG(ScoreKind, score) = ScoreKind::kDot;
   TORCH_ARG(bool, scale) = true;
+  /// The location score's source positions.
+  TORCH_ARG(int64_t, positions) = 64;
 };
 
 class LocalMonotonicAttentionImpl : public AttentionImpl {

@@ -11,11 +11,11 @@ class LuongDecoderImpl : public DecoderInterface {
   explicit LuongDecoderImpl(const DecoderOptions& options);
 
   /// h~_0 = 0, as the notebook seeds it.
-  DecoderState initial_state(const torch::Tensor& encoder_hidden) override;
-  /// h_t = GRU([emb(y_{t-1}); h~_{t-1}], h_{t-1}); c_t from a(h_t); features = h~_t [B, H].
+  DecoderState initial_state(const RecurrentState& encoder_state) override;
+  /// h_t = RNN([emb(y_{t-1}); h~_{t-1}], h_{t-1}); c_t from a(h_t); features = h~_t [B, H].
   DecoderStep step(const torch::Tensor& previous_word, const DecoderState& state, const AttentionMemory& memory,
                    int64_t t) override;
-  /// The fused kernel on the CPU with one layer and global dot/general attention.
+  /// The fused kernel on the CPU with one GRU layer, global dot/general attention and no dropout.
   TeacherForced teacher_forced(const torch::Tensor& dec_in, const DecoderState& state, const AttentionMemory& memory,
                                bool keep_weights) override;
   /// Whether teacher_forced() takes the fused kernel for tensors on `device`.

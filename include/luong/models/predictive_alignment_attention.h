@@ -16,6 +16,8 @@ struct PredictiveAlignmentAttentionOptions {
   TORCH_ARG(int64_t, window) = 2;
   TORCH_ARG(ScoreKind, score) = ScoreKind::kDot;
   TORCH_ARG(bool, scale) = true;
+  /// The location score's source positions.
+  TORCH_ARG(int64_t, positions) = 64;
   /// The notebook's variant: centres clamped to [D, max(D, S_i - 1 - D)] and weights divided by
   /// their sum.
   TORCH_ARG(bool, renormalize) = false;

@@ -18,9 +18,15 @@ struct Seq2SeqOptions {
   /// Decoder embedding size (the notebook: 28); the encoder embeds at hidden_size.
   TORCH_ARG(int64_t, embed_size) = 28;
   TORCH_ARG(int64_t, hidden_size) = 64;
+  TORCH_ARG(CellKind, cell) = CellKind::kGru;
+  /// Recurrent layers of the encoder and of the decoder.
   TORCH_ARG(int64_t, layers) = 1;
+  /// Dropout as the paper applies it: embeddings, between layers, encoder outputs, the decoder's
+  /// output features (training only).
   TORCH_ARG(double, dropout) = 0.0;
   TORCH_ARG(bool, bidirectional) = false;
+  /// The decoder's output projection reuses its embedding matrix (embed_size == hidden_size).
+  TORCH_ARG(bool, tie_embeddings) = false;
   TORCH_ARG(DecoderKind, decoder) = DecoderKind::kLuong;
   TORCH_ARG(AttentionConfig, attention) = AttentionConfig{};
   /// Let the encoder and decoder use their hand-differentiated CPU kernels where the architecture
@@ -46,6 +52,14 @@ enum class LossAverage {
   kStep,   ///< the notebook's: per decoder step over its non-padding tokens, then over steps
 };
 
+struct LossOptions {
+  LossOptions(LossAverage average_ = LossAverage::kToken, double label_smoothing_ = 0.0)  // NOLINT: implicit
+      : average(average_), label_smoothing(label_smoothing_) {}
+  LossAverage average;
+  /// Label smoothing eps: the target's probability mass 1 - eps, eps spread over the vocabulary.
+  double label_smoothing;
+};
+
 struct LossOutput {
   torch::Tensor loss;       ///< scalar: cross-entropy averaged over non-padding target tokens
   torch::Tensor sum;        ///< scalar: summed cross-entropy
@@ -66,14 +80,14 @@ class Seq2SeqImpl : public torch::nn::Module {
   /// Cross-entropy over the non-padding entries of dec_tgt [B, T]; the vocabulary projection runs
   /// only on those positions.
   LossOutput loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
-                  const torch::Tensor& dec_tgt, LossAverage average = LossAverage::kToken);
+                  const torch::Tensor& dec_tgt, const LossOptions& options = {});
   /// loss() of a batch, whose precomputed target rows spare the device a host round trip.
-  LossOutput loss(const data::Batch& batch, LossAverage average = LossAverage::kToken);
+  LossOutput loss(const data::Batch& batch, const LossOptions& options = {});
 
   /// As loss(), but `loss` is the sum over non-padding entries of dec_tgt [B, T] of cross-entropy
   /// times step_weights[t] (step_weights [T'] with T' >= T, float64 on the CPU). Lets a data-parallel
   /// rank normalise its rows by the counts of the whole global batch.
-  LossOutput weighted_loss(const data::Batch& batch, const torch::Tensor& step_weights);
+  LossOutput weighted_loss(const data::Batch& batch, const torch::Tensor& step_weights, double label_smoothing = 0);
 
   /// Switches every module's fused kernels on or off (Seq2SeqOptions::fused).
   void set_fused(bool fused);
@@ -89,7 +103,7 @@ class Seq2SeqImpl : public torch::nn::Module {
   };
   /// rows: the flat indices of dec_tgt's non-padding entries.
   TokenLosses token_losses(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
-                           const torch::Tensor& dec_tgt, const torch::Tensor& rows);
+                           const torch::Tensor& dec_tgt, const torch::Tensor& rows, double label_smoothing);
   LossOutput average_loss(const TokenLosses& losses, int64_t steps, LossAverage average) const;
 };
 TORCH_MODULE(Seq2Seq);

@@ -17,8 +17,13 @@
 namespace luong::run {
 
 /// What --attention names: a global score, or a local attention (whose score is --score).
-enum class AttentionChoice { kDot, kGeneral, kConcat, kLocalMonotonic, kLocalPredictive };
+enum class AttentionChoice { kDot, kGeneral, kConcat, kLocation, kLocalMonotonic, kLocalPredictive };
 enum class DType { kFloat32, kFloat64 };
+enum class OptimizerKind { kAdam, kSgd };
+/// How the learning rate moves: constant; halved every epoch after --decay-after (the paper's, with
+/// SGD at lr 1.0 after epoch 5); linear warmup then inverse square root (per optimizer step); halved
+/// when the dev loss has not improved for --plateau-patience epochs.
+enum class Schedule { kConstant, kHalveAfter, kInverseSqrt, kPlateau };
 
 // X(type, name, default, flag, group, help, range, on_resume): see luong/util/options.h.
 #define LUONG_TRAIN_OPTIONS(X)                                                                                      \
@@ -48,10 +53,16 @@ enum class DType { kFloat32, kFloat64 };
     ::luong::options::closed(1, 1e9), kFixed)                                                                      \
   X(std::int64_t, max_vocab, 0, "max-vocab", "data", "largest vocabulary per side (0 = all)",                     \
     ::luong::options::closed(0, 1e8), kFixed)                                                                      \
+  X(bool, reverse_source, false, "reverse-source", "data", "feed the source sentence reversed (Luong et al.)",     \
+    ::luong::options::kAnyValue, kFixed)                                                                           \
   X(AttentionChoice, attention, AttentionChoice::kDot, "attention", "model",                                       \
-    "global with the dot, general or concat score, or local-m / local-p", ::luong::options::kAnyValue, kFixed)     \
+    "global with the dot, general, concat or location score, or local-m / local-p", ::luong::options::kAnyValue,    \
+    kFixed)                                                                                                        \
   X(::luong::models::ScoreKind, score, ::luong::models::ScoreKind::kDot, "score", "model",                        \
     "score of local attention", ::luong::options::kAnyValue, kFixed)                                              \
+  X(std::int64_t, location_positions, 64, "location-positions", "model",                                          \
+    "source positions the location score scores (longer sources get no weight past them)",                        \
+    ::luong::options::closed(1, 4096), kFixed)                                                                     \
   X(std::int64_t, window, 2, "window", "model", "local window half-width D", ::luong::options::closed(0, 1000),    \
     kFixed)                                                                                                        \
   X(bool, renormalize, false, "renormalize", "model",                                                              \
@@ -60,13 +71,20 @@ enum class DType { kFloat32, kFloat64 };
     ::luong::options::kAnyValue, kFixed)                                                                           \
   X(::luong::models::DecoderKind, decoder, ::luong::models::DecoderKind::kLuong, "decoder", "model",              \
     "luong (input feeding) or bahdanau (the notebook's first Decoder)", ::luong::options::kAnyValue, kFixed)       \
+  X(::luong::models::CellKind, cell, ::luong::models::CellKind::kGru, "cell", "model",                            \
+    "recurrent cell: gru (the notebook's) or lstm (the paper's)", ::luong::options::kAnyValue, kFixed)             \
   X(std::int64_t, hidden, 64, "hidden", "model", "recurrent state size", ::luong::options::closed(1, 65536),       \
     kFixed)                                                                                                        \
   X(std::int64_t, embed, 28, "embed", "model", "decoder embedding size", ::luong::options::closed(1, 65536),       \
     kFixed)                                                                                                        \
-  X(std::int64_t, layers, 1, "layers", "model", "recurrent layers", ::luong::options::closed(1, 64), kFixed)       \
-  X(double, dropout, 0.0, "dropout", "model", "dropout between recurrent layers",                                  \
+  X(std::int64_t, layers, 1, "layers", "model", "recurrent layers of the encoder and of the decoder",             \
+    ::luong::options::closed(1, 64), kFixed)                                                                       \
+  X(double, dropout, 0.0, "dropout", "model",                                                                      \
+    "dropout on embeddings, between layers, on encoder outputs and the attentional vector",                        \
     ::luong::options::right_open(0, 1), kFixed)                                                                    \
+  X(bool, tie_embeddings, false, "tie-embeddings", "model",                                                        \
+    "the output projection reuses the decoder's embeddings (needs --embed = --hidden)", ::luong::options::kAnyValue, \
+    kFixed)                                                                                                        \
   X(bool, bidirectional, false, "bidirectional", "model", "bidirectional encoder (bridged to the decoder size)",    \
     ::luong::options::kAnyValue, kFixed)                                                                           \
   X(bool, fused, true, "!unfused", "model",                                                                        \
@@ -83,9 +101,32 @@ enum class DType { kFloat32, kFloat64 };
   X(bool, shuffle, true, "!no-shuffle", "training", "keep the corpus order (the Python reference's)",              \
     ::luong::options::kAnyValue, kFixed)                                                                           \
   X(std::int64_t, epochs, 10, "epochs", "training", "epochs", ::luong::options::closed(1, 1e6), kMayChange)        \
-  X(double, lr, 1e-3, "lr", "training", "Adam learning rate", ::luong::options::left_open(0, 1e38), kMayChange)    \
+  X(std::int64_t, max_time, 0, "max-time", "training",                                                             \
+    "seconds of training at most: no epoch starts that would end past them (0 = no limit)",                        \
+    ::luong::options::closed(0, 1e9), kMayChange)                                                                  \
+  X(OptimizerKind, optimizer, OptimizerKind::kAdam, "optimizer", "training", "adam, or sgd (the paper's)",         \
+    ::luong::options::kAnyValue, kFixed)                                                                           \
+  X(double, lr, 1e-3, "lr", "training", "learning rate", ::luong::options::left_open(0, 1e38), kMayChange)         \
+  X(Schedule, schedule, Schedule::kConstant, "schedule", "training",                                                \
+    "learning-rate schedule: constant, halve-after, inverse-sqrt or plateau", ::luong::options::kAnyValue, kFixed) \
+  X(std::int64_t, decay_after, 5, "decay-after", "training", "halve-after: halve the rate every epoch after this",  \
+    ::luong::options::closed(0, 1e6), kFixed)                                                                      \
+  X(std::int64_t, warmup, 4000, "warmup", "training", "inverse-sqrt: optimizer steps of linear warmup",              \
+    ::luong::options::closed(1, 1e9), kFixed)                                                                      \
+  X(std::int64_t, plateau_patience, 1, "plateau-patience", "training",                                              \
+    "plateau: epochs without a better dev loss before the rate halves", ::luong::options::closed(1, 1e6), kFixed)  \
   X(double, clip, 1.0, "clip", "training", "gradient-norm clipping (0 = off)", ::luong::options::closed(0, 1e6),   \
     kMayChange)                                                                                                    \
+  X(double, label_smoothing, 0.0, "label-smoothing", "training",                                                    \
+    "the target gets 1 - eps of the probability, every token eps / V", ::luong::options::right_open(0, 1), kFixed) \
+  X(std::int64_t, accumulate, 1, "accumulate", "training", "batches whose gradients are summed per optimizer step",   \
+    ::luong::options::closed(1, 1024), kFixed)                                                                     \
+  X(std::int64_t, average_last, 0, "average-last", "training",                                                      \
+    "also write averaged_model.pt, the mean of the last N epochs' weights (0 = off)",                              \
+    ::luong::options::closed(0, 100), kFixed)                                                                      \
+  X(double, ema, 0.0, "ema", "training",                                                                            \
+    "also keep ema_model.pt, an exponential moving average of the weights with this decay per step (0 = off)",     \
+    ::luong::options::right_open(0, 1), kFixed)                                                                    \
   X(::luong::models::LossAverage, loss_average, ::luong::models::LossAverage::kToken, "loss-average", "training",  \
     "token (per target token) or step (the notebook's per-step mean)", ::luong::options::kAnyValue, kFixed)        \
   X(std::int64_t, patience, 0, "patience", "training",                                                             \
@@ -125,6 +166,7 @@ struct luong::options::EnumNames<luong::run::AttentionChoice> {
       {luong::run::AttentionChoice::kDot, "dot"},
       {luong::run::AttentionChoice::kGeneral, "general"},
       {luong::run::AttentionChoice::kConcat, "concat"},
+      {luong::run::AttentionChoice::kLocation, "location"},
       {luong::run::AttentionChoice::kLocalMonotonic, "local-m"},
       {luong::run::AttentionChoice::kLocalPredictive, "local-p"}};
 };
@@ -132,4 +174,17 @@ template <>
 struct luong::options::EnumNames<luong::run::DType> {
   static constexpr std::pair<luong::run::DType, const char*> values[] = {{luong::run::DType::kFloat32, "float32"},
                                                                          {luong::run::DType::kFloat64, "float64"}};
+};
+template <>
+struct luong::options::EnumNames<luong::run::OptimizerKind> {
+  static constexpr std::pair<luong::run::OptimizerKind, const char*> values[] = {{luong::run::OptimizerKind::kAdam, "adam"},
+                                                                               {luong::run::OptimizerKind::kSgd, "sgd"}};
+};
+template <>
+struct luong::options::EnumNames<luong::run::Schedule> {
+  static constexpr std::pair<luong::run::Schedule, const char*> values[] = {
+      {luong::run::Schedule::kConstant, "constant"},
+      {luong::run::Schedule::kHalveAfter, "halve-after"},
+      {luong::run::Schedule::kInverseSqrt, "inverse-sqrt"},
+      {luong::run::Schedule::kPlateau, "plateau"}};
 };

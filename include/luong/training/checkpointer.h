@@ -11,29 +11,38 @@
 #include "luong/models/seq2seq.h"
 #include "luong/run/run_directory.h"
 #include "luong/training/trainer_state.h"
+#include "luong/training/weight_average.h"
 
 namespace luong::training {
 
 class Checkpointer {
  public:
-  explicit Checkpointer(run::RunPaths paths) : paths_(std::move(paths)) {}
+  /// `average_last`: at each epoch's end also keep the last N epochs' weights (epochs/) and their
+  /// mean (averaged_model.pt); 0 = off.
+  explicit Checkpointer(run::RunPaths paths, std::int64_t average_last = 0)
+      : paths_(std::move(paths)), average_last_(average_last) {}
 
-  /// Writes the run's exports first (model.pt; best_model.pt when `improved`; the learning curve at
-  /// an epoch's end), then the checkpoint, which is the commit point: a crash before it leaves the
-  /// previous checkpoint, and --resume redoes the work and rewrites the same exports.
+  /// Writes the run's exports first (model.pt; best_model.pt when `improved`; at an epoch's end the
+  /// learning curve, ema_model.pt and the epoch averages), then the checkpoint, which is the commit
+  /// point: a crash before it leaves the previous checkpoint, and --resume redoes the work and
+  /// rewrites the same exports. `ema`, when the run keeps one, is saved in the checkpoint too.
   void save(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const TrainerState& state, bool improved,
-            bool epoch_end) const;
+            bool epoch_end, const ExponentialAverage* ema = nullptr) const;
 
-  /// Restores the model, optimizer and random states and returns the trainer state. `max_epochs`
-  /// bounds state.json's epoch (the run's configured epochs). Throws luong::CheckpointError naming
-  /// the file and what is wrong with it.
-  TrainerState load(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, std::int64_t max_epochs) const;
+  /// Restores the model, optimizer, random states (and `ema`) and returns the trainer state.
+  /// `max_epochs` bounds state.json's epoch (the run's configured epochs). Throws
+  /// luong::CheckpointError naming the file and what is wrong with it.
+  TrainerState load(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, std::int64_t max_epochs,
+                    ExponentialAverage* ema = nullptr) const;
 
-  /// The checkpoint's file names, manifest.json last.
+  /// The checkpoint's file names, manifest.json last (ema.pt only in runs with --ema).
   static const std::vector<std::string>& files();
 
  private:
+  void export_epoch_average(const models::StateDict& weights, std::int64_t epoch) const;
+
   run::RunPaths paths_;
+  std::int64_t average_last_;
 };
 
 /// loss.csv and loss.png of `history`.

@@ -11,7 +11,8 @@
 namespace luong::training {
 
 /// Adam's per-parameter state as tensors named param.<i>.step / .exp_avg / .exp_avg_sq
-/// (/ .max_exp_avg_sq with amsgrad), i the parameter's position in the optimizer's only group.
+/// (/ .max_exp_avg_sq with amsgrad), i the parameter's position in the optimizer's only group;
+/// nothing for plain SGD.
 models::StateDict optimizer_state(torch::optim::Optimizer& optimizer);
 
 /// Installs what optimizer_state() saved. Every tensor must belong to a parameter of `optimizer`,

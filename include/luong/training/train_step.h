@@ -18,7 +18,9 @@ torch::Tensor clip_gradient_norm(const std::vector<torch::Tensor>& parameters, d
 
 struct TrainStepOptions {
   models::LossAverage average = models::LossAverage::kToken;
-  double clip = 1.0;  ///< 0 = no clipping
+  double label_smoothing = 0.0;
+  double clip = 1.0;           ///< 0 = no clipping
+  std::int64_t accumulate = 1;  ///< batches per update (single process only)
 };
 
 class TrainStep {
@@ -28,12 +30,14 @@ class TrainStep {
 
   struct Result {
     torch::Tensor loss;        ///< the batch's loss as averaged, a float64 scalar on the device
-    bool interrupted = false;  ///< some rank asked to stop (the step was applied)
+    bool applied = false;      ///< the update was made (the last batch of an accumulation group)
+    bool interrupted = false;  ///< some rank asked to stop (only reported where an update was made)
     bool finite = true;        ///< on the CPU: false when the loss was not finite (nothing applied)
   };
-  /// Runs one step over `rows` (the whole global batch; each rank takes its shard). `interrupt` is
-  /// this process's request to stop, agreed across ranks.
-  Result run(const std::vector<const data::EncodedPair*>& rows, bool interrupt);
+  /// Runs forward and backward over `rows` (the whole global batch; each rank takes its shard), and
+  /// the update when `accumulate` batches have gathered their gradients or `last` (the epoch's end)
+  /// says so. `interrupt` is this process's request to stop, agreed across ranks.
+  Result run(const std::vector<const data::EncodedPair*>& rows, bool interrupt, bool last = false);
 
  private:
   Result run_alone(const std::vector<const data::EncodedPair*>& rows, bool interrupt);
@@ -48,6 +52,7 @@ class TrainStep {
   /// On a GPU the ranks' stop requests are read back once per this many steps, not every step.
   static constexpr std::int64_t kInterruptVoteInterval = 32;
   std::int64_t steps_ = 0;
+  std::int64_t gathered_ = 0;  ///< batches whose gradients wait for the next update
 };
 
 /// Per-step weights that turn summed cross-entropy into `average` over `rows` (the whole global

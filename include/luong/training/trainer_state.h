@@ -25,6 +25,10 @@ struct TrainerState {
   std::int64_t partial_tokens = 0;
   double best_bleu = -1;          ///< -1 before the first dev evaluation
   std::int64_t bad_epochs = 0;    ///< epochs since the best dev BLEU
+  std::int64_t optimizer_steps = 0;  ///< updates applied so far (the inverse-sqrt schedule's clock)
+  double lr_scale = 1;               ///< the plateau schedule's factor on the learning rate
+  double best_dev_loss = -1;         ///< -1 before the first dev evaluation
+  std::int64_t plateau_epochs = 0;   ///< epochs since the best dev loss
   std::vector<EpochRecord> history;  ///< one record per completed epoch, in order
 
   Json to_json() const;

@@ -1,0 +1,141 @@
+// Training features: the learning-rate schedules, gradient accumulation, --max-time, and the
+// averaged weights a run writes and translate reads back.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "luong/models/seq2seq.h"
+#include "luong/training/schedule.h"
+#include "luong/training/train_step.h"
+#include "luong/util/json.h"
+#include "run_files.h"
+#include "subprocess.h"
+
+namespace luong {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(ScheduleTest, ThePapersSgdScheduleHalvesEveryEpochAfterTheFifth) {
+  run::TrainConfig config;
+  config.optimizer = run::OptimizerKind::kSgd;
+  config.lr = 1.0;
+  config.schedule = run::Schedule::kHalveAfter;
+  config.decay_after = 5;
+  training::TrainerState state;
+  const double expected[] = {1, 1, 1, 1, 1, 0.5, 0.25, 0.125, 0.0625};
+  for (int epoch = 1; epoch <= 9; ++epoch) EXPECT_EQ(training::learning_rate(config, epoch, state), expected[epoch - 1]);
+  torch::nn::Linear layer(2, 2);
+  const auto optimizer = training::make_optimizer(config, layer->parameters());
+  ASSERT_NE(dynamic_cast<torch::optim::SGD*>(optimizer.get()), nullptr);
+  training::set_learning_rate(*optimizer, 0.25);
+  EXPECT_EQ(static_cast<torch::optim::SGDOptions&>(optimizer->param_groups()[0].options()).lr(), 0.25);
+}
+
+TEST(ScheduleTest, InverseSquareRootAndPlateau) {
+  run::TrainConfig config;
+  config.lr = 1e-3;
+  config.schedule = run::Schedule::kInverseSqrt;
+  config.warmup = 100;
+  training::TrainerState state;
+  state.optimizer_steps = 49;  // the 50th update: halfway through the warmup
+  EXPECT_DOUBLE_EQ(training::learning_rate(config, 1, state), 0.5e-3);
+  state.optimizer_steps = 399;  // the 400th: sqrt(100 / 400) = 1/2
+  EXPECT_DOUBLE_EQ(training::learning_rate(config, 1, state), 0.5e-3);
+  config.schedule = run::Schedule::kPlateau;
+  training::TrainerState plateau;
+  EXPECT_FALSE(training::update_plateau(plateau, 3.0, 2));
+  EXPECT_FALSE(training::update_plateau(plateau, 2.5, 2));
+  EXPECT_FALSE(training::update_plateau(plateau, 2.6, 2));
+  EXPECT_TRUE(training::update_plateau(plateau, 2.7, 2));  // two epochs without a better loss
+  EXPECT_DOUBLE_EQ(training::learning_rate(config, 4, plateau), 0.5e-3);
+  EXPECT_FALSE(training::update_plateau(plateau, 2.4, 2));
+}
+
+// Two batches accumulated make one update with the mean of their gradients.
+TEST(AccumulationTest, OneUpdateWithTheMeanGradient) {
+  torch::manual_seed(3);
+  models::Seq2Seq model(models::Seq2SeqOptions(9, 8).embed_size(4).hidden_size(4));
+  model->to(torch::kDouble);
+  std::vector<data::EncodedPair> pairs = {{{4, 5, 2}, {4, 5}, 1}, {{6, 2}, {6}, 2}};
+  const std::vector<const data::EncodedPair*> first = {&pairs[0]}, second = {&pairs[1]};
+  // The expected update: SGD at lr 1 with the mean of the two batches' gradients.
+  std::vector<torch::Tensor> expected;
+  for (const auto& p : model->parameters()) expected.push_back(p.detach().clone());
+  for (const auto* rows : {&first, &second}) {
+    model->zero_grad();
+    model->loss(data::make_batch(*rows)).loss.backward();
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      const auto& g = model->parameters()[i].grad();
+      if (g.defined()) expected[i] -= 0.5 * g;
+    }
+  }
+  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(1.0));
+  training::TrainStepOptions options;
+  options.clip = 0;
+  options.accumulate = 2;
+  training::TrainStep step(*model, sgd, options, torch::kCPU);
+  EXPECT_FALSE(step.run(first, false).applied);
+  EXPECT_TRUE(step.run(second, false).applied);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_LE((model->parameters()[i] - expected[i]).abs().max().item<double>(), 1e-12) << i;
+  }
+}
+
+std::string scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / "luong_training_features_test" / std::to_string(::getpid()) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir.parent_path());
+  return dir.string();
+}
+
+const std::string kSmall =
+    "train --data builtin:numbers --train-size 256 --dev-size 32 --test-size 32 --hidden 16 --embed 16 --batch 32 "
+    "--threads 1 ";
+
+// The paper's recipe on a small scale: LSTM, two layers, dropout, SGD with its schedule, source
+// reversal; and the peers': label smoothing, tied embeddings, checkpoint averages and an EMA, which
+// translate and evaluate read back with --weights.
+TEST(TrainingFeaturesTest, PapersAndPeersFeaturesTrainAndLoad) {
+  const std::string dir = scratch("recipe");
+  test::Subprocess train(kSmall + "--epochs 3 --cell lstm --layers 2 --dropout 0.2 --optimizer sgd --lr 1 "
+                                  "--schedule halve-after --decay-after 1 --clip 5 --reverse-source --label-smoothing 0.1 "
+                                  "--tie-embeddings --average-last 2 --ema 0.99 --attention location --out " + dir,
+                         dir + ".log");
+  ASSERT_EQ(train.wait(), 0) << train.output();
+  for (const char* file : {"averaged_model.pt", "ema_model.pt", "epochs/model.2.pt", "epochs/model.3.pt", "checkpoint/ema.pt"}) {
+    EXPECT_TRUE(fs::exists(dir + "/" + file)) << file;
+  }
+  EXPECT_FALSE(fs::exists(dir + "/epochs/model.1.pt"));  // only the last two are kept
+  for (const char* weights : {"best", "last", "averaged", "ema"}) {
+    test::Subprocess evaluate(std::string("evaluate --threads 1 --weights ") + weights + " --model " + dir, dir + ".eval.log");
+    ASSERT_EQ(evaluate.wait(), 0) << evaluate.output();
+    const std::string output = evaluate.output();
+    EXPECT_NE(output.find(weights == std::string("best") ? "best_model.pt" : weights == std::string("last") ? "/model.pt"
+                          : weights == std::string("averaged") ? "averaged_model.pt" : "ema_model.pt"),
+              std::string::npos)
+        << output;
+  }
+  // Two models (the run twice) translate as an ensemble; evaluate says how many.
+  test::Subprocess ensemble("evaluate --threads 1 --model " + dir + " --model " + dir, dir + ".ensemble.log");
+  ASSERT_EQ(ensemble.wait(), 0) << ensemble.output();
+  EXPECT_NE(ensemble.output().find("\"models\":2"), std::string::npos);
+  // Resuming continues the schedule and the average from the checkpoint.
+  test::Subprocess resume("train --resume --epochs 4 --threads 1 --out " + dir, dir + ".resume.log");
+  ASSERT_EQ(resume.wait(), 0) << resume.output();
+  EXPECT_FALSE(fs::exists(dir + "/epochs/model.2.pt"));
+  EXPECT_TRUE(fs::exists(dir + "/epochs/model.4.pt"));
+}
+
+TEST(TrainingFeaturesTest, MaxTimeStopsBetweenEpochs) {
+  const std::string dir = scratch("max_time");
+  test::Subprocess train(kSmall + "--train-size 2000 --epochs 1000 --max-time 3 --out " + dir, dir + ".log");
+  ASSERT_EQ(train.wait(std::chrono::minutes(2)), 0) << train.output();
+  EXPECT_NE(train.output().find("another would end past --max-time 3 s"), std::string::npos) << train.output();
+  const Json state = Json::parse(test::read_file(dir + "/checkpoint/state.json"));
+  EXPECT_GE(state["epoch"].get<int>(), 1);
+  EXPECT_LT(state["epoch"].get<int>(), 1000);
+}
+
+}  // namespace
+}  // namespace luong
