@@ -40,7 +40,17 @@ DataSplits split_corpus(const std::vector<SentencePair>& pairs, const DatasetOpt
     return part;
   };
   std::size_t cursor = 0;
-  splits.train = take(cursor, options.train_size);
+  std::size_t train_size = options.train_size;
+  if (train_size == 0) {
+    const std::size_t held_out = options.test_size + options.dev_size;
+    if (kept.size() <= held_out) {
+      throw DataError(std::to_string(kept.size()) + " sentence pairs pass the filter: none is left for training after " +
+                      std::to_string(options.test_size) + " test and " + std::to_string(options.dev_size) + " dev pairs");
+    }
+    train_size = kept.size() - held_out;
+  }
+  // Train first, then test, then dev: the notebook's order, so its splits stay the same.
+  splits.train = take(cursor, train_size);
   splits.test = take(cursor, options.test_size);
   splits.dev = take(cursor, options.dev_size);
   return splits;

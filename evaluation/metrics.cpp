@@ -187,8 +187,10 @@ double corpus_chrf(const std::vector<std::string>& hypotheses, const std::vector
         const auto it = r.find(gram);
         if (it != r.end()) matches += std::min(count, it->second);
       }
-      hyp_total[static_cast<std::size_t>(n - 1)] += hyp.size() >= static_cast<std::size_t>(n) ? static_cast<long>(hyp.size()) - n + 1 : 0;
-      ref_total[static_cast<std::size_t>(n - 1)] += ref.size() >= static_cast<std::size_t>(n) ? static_cast<long>(ref.size()) - n + 1 : 0;
+      const std::size_t order = static_cast<std::size_t>(n);
+      // As sacreBLEU: a hypothesis n-gram counts only where the reference has n-grams of that order.
+      if (ref.size() >= order && hyp.size() >= order) hyp_total[order - 1] += static_cast<long>(hyp.size() - order + 1);
+      if (ref.size() >= order) ref_total[order - 1] += static_cast<long>(ref.size() - order + 1);
       match_total[static_cast<std::size_t>(n - 1)] += matches;
     }
   }

@@ -119,9 +119,8 @@ DecoderStep LuongDecoderImpl::step(const torch::Tensor& previous_word, const Dec
 
 bool LuongDecoderImpl::uses_fused_kernel(const torch::Device& device) const {
   const AttentionConfig& a = options.attention();
-  return options.fused() && device.is_cpu() && options.cell() == CellKind::kGru && options.layers() == 1 &&
-         a.kind == AttentionKind::kGlobal && (a.score == ScoreKind::kDot || a.score == ScoreKind::kGeneral) &&
-         (options.dropout() == 0 || !is_training());
+  return options.fused() && device.is_cpu() && options.layers() == 1 && a.kind == AttentionKind::kGlobal &&
+         (a.score == ScoreKind::kDot || a.score == ScoreKind::kGeneral);
 }
 
 TeacherForced LuongDecoderImpl::teacher_forced(const torch::Tensor& dec_in, const DecoderState& state,
@@ -130,8 +129,20 @@ TeacherForced LuongDecoderImpl::teacher_forced(const torch::Tensor& dec_in, cons
     return DecoderInterface::teacher_forced(dec_in, state, memory, keep_weights);
   }
   const double scale = options.attention().scale ? 1.0 / std::sqrt(static_cast<double>(options.hidden_size())) : 1.0;
-  return {fused_luong_teacher_forced(embedding(dec_in), state.recurrent.hidden[0], memory.keys, memory.encoder_outputs,
-                                     memory.lengths, GruWeights::of(recurrent.gru), Wc->weight, Wc->bias, scale),
+  const double p = options.dropout();
+  const torch::Tensor embedded = maybe_dropout(embedding(dec_in), p, is_training());
+  // The dropout on h~ is drawn here and applied inside the kernel (it feeds the next step too).
+  torch::Tensor mask;
+  if (p > 0 && is_training()) {
+    mask = torch::empty({dec_in.size(0), dec_in.size(1), options.hidden_size()}, embedded.options())
+               .bernoulli_(1 - p)
+               .div_(1 - p);
+  }
+  const bool lstm = options.cell() == CellKind::kLstm;
+  const RecurrentState& r = state.recurrent;
+  return {fused_luong_teacher_forced(embedded, r.hidden[0], lstm ? r.cell[0] : torch::Tensor(), memory.keys,
+                                     memory.encoder_outputs, memory.lengths, CellWeights::of(recurrent, 0, 0), lstm,
+                                     Wc->weight, Wc->bias, scale, mask),
           {}};
 }
 

@@ -23,10 +23,7 @@ void EncoderImpl::reset() {
   }
 }
 
-bool EncoderImpl::uses_fused_kernel(const torch::Device& device) const {
-  return options.fused() && device.is_cpu() && options.cell() == CellKind::kGru && options.layers() == 1 &&
-         !options.bidirectional() && (options.dropout() == 0 || !is_training());
-}
+bool EncoderImpl::uses_fused_kernel(const torch::Device& device) const { return options.fused() && device.is_cpu(); }
 
 namespace {
 
@@ -38,14 +35,32 @@ torch::Tensor join_directions(const torch::Tensor& state, int64_t layers, int64_
 
 }  // namespace
 
+// The stack layer by layer and direction by direction, each a fused node: what recurrent.sequence()
+// computes, with the dropout between layers drawn here.
+std::pair<torch::Tensor, RecurrentState> EncoderImpl::fused_sequence(const torch::Tensor& x, const torch::Tensor& lengths) {
+  const bool lstm = options.cell() == CellKind::kLstm;
+  const int64_t directions = options.bidirectional() ? 2 : 1;
+  std::vector<torch::Tensor> hidden, cell;
+  torch::Tensor input = x;
+  for (int64_t l = 0; l < options.layers(); ++l) {
+    std::vector<torch::Tensor> outputs;
+    for (int64_t d = 0; d < directions; ++d) {
+      FusedLayerOutput out = fused_recurrent_layer(input, lengths, CellWeights::of(recurrent, l, d), lstm, d == 1);
+      outputs.push_back(out.outputs);
+      hidden.push_back(out.hidden);
+      if (lstm) cell.push_back(out.cell);
+    }
+    input = directions == 1 ? outputs[0] : torch::cat(outputs, 2);
+    if (l + 1 < options.layers()) input = maybe_dropout(input, recurrent.dropout, is_training());
+  }
+  return {input, {torch::stack(hidden), lstm ? torch::stack(cell) : torch::Tensor()}};
+}
+
 EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor& lengths) {
   const double p = options.dropout();
   const torch::Tensor embedded = maybe_dropout(embedding(src), p, is_training());  // [B, S, E]
-  if (uses_fused_kernel(src.device())) {
-    auto [outputs, last] = fused_gru_sequence(embedded, lengths, GruWeights::of(recurrent.gru));
-    return {outputs, {last.unsqueeze(0), {}}};
-  }
-  auto [outputs, state] = recurrent.sequence(embedded, lengths);
+  auto [outputs, state] = uses_fused_kernel(src.device()) ? fused_sequence(embedded, lengths)
+                                                          : recurrent.sequence(embedded, lengths);
   if (options.bidirectional()) {
     const int64_t layers = options.layers(), h = options.hidden_size();
     const torch::Tensor padding = src.ne(0).unsqueeze(-1).to(outputs.scalar_type());

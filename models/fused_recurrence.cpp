@@ -13,9 +13,16 @@
 
 namespace luong::models {
 
-GruWeights GruWeights::of(torch::nn::GRU& gru) {
+CellWeights CellWeights::of(torch::nn::GRU& gru) {
   const std::vector<torch::Tensor>& w = gru->all_weights();  // layer 0, forward: w_ih, w_hh, b_ih, b_hh
   return {w[0], w[1], w[2], w[3]};
+}
+
+CellWeights CellWeights::of(const RecurrentLayers& layers, int64_t layer, int64_t direction) {
+  const std::vector<torch::Tensor> w = layers.all_weights();  // per layer, per direction: w_ih, w_hh, b_ih, b_hh
+  const int64_t directions = static_cast<int64_t>(w.size()) / (4 * layers.layers());
+  const auto i = static_cast<std::size_t>(4 * (layer * directions + direction));
+  return {w[i], w[i + 1], w[i + 2], w[i + 3]};
 }
 
 namespace {
@@ -222,38 +229,141 @@ void for_row_blocks(int64_t batch, const Body& body) {
 
 torch::Tensor to_lengths(const torch::Tensor& lengths) { return lengths.to(torch::kCPU, torch::kLong).contiguous(); }
 
-// ---- the encoder GRU ----------------------------------------------------------------------------
+// ---- LSTM cell: gates i | f | g | o (PyTorch's order) ---------------------------------------------
+// gi, gh [B, 4H]: x W_ih^T + b_ih and h W_hh^T + b_hh. saved [B, 5H]: i | f | g | o | tanh(c').
+// Rows with active[b] == false keep their state and save nothing.
 
-struct GruSequenceFunction : torch::autograd::Function<GruSequenceFunction> {
-  // x [B, S, I], lengths [B] -> outputs [B, S, H], last state [B, H]
+template <typename T>
+[[gnu::always_inline]] inline void lstm_cell_forward(const T* gi, const T* gh, const T* h_prev, const T* c_prev, T* h_next,
+                                                     T* c_next, T* saved, const bool* active, int64_t B, int64_t H) {
+  for (int64_t b = 0; b < B; ++b) {
+    if (active != nullptr && !active[b]) {
+      std::memcpy(h_next + b * H, h_prev + b * H, sizeof(T) * H);
+      std::memcpy(c_next + b * H, c_prev + b * H, sizeof(T) * H);
+      continue;
+    }
+    const T* x = gi + b * 4 * H;
+    const T* y = gh + b * 4 * H;
+    const T* c = c_prev + b * H;
+    T* hn = h_next + b * H;
+    T* cn = c_next + b * H;
+    T* s = saved + b * 5 * H;
+#pragma GCC ivdep
+    for (int64_t i = 0; i < H; ++i) {
+      const T in = vector_sigmoid(x[i] + y[i]);
+      const T forget = vector_sigmoid(x[H + i] + y[H + i]);
+      const T cell = vector_tanh(x[2 * H + i] + y[2 * H + i]);
+      const T out = vector_sigmoid(x[3 * H + i] + y[3 * H + i]);
+      const T c_new = forget * c[i] + in * cell;
+      const T tc = vector_tanh(c_new);
+      cn[i] = c_new;
+      hn[i] = out * tc;
+      s[i] = in;
+      s[H + i] = forget;
+      s[2 * H + i] = cell;
+      s[3 * H + i] = out;
+      s[4 * H + i] = tc;
+    }
+  }
+}
+
+// dh, dc [B, H]: gradients of h' and c' -> dgates [B, 4H] (overwritten; the same for gi and gh),
+// dc_prev [B, H] (overwritten). The caller adds dgates W_hh to the previous step's dh.
+template <typename T>
+[[gnu::always_inline]] inline void lstm_cell_backward(const T* dh, const T* dc, const T* saved, const T* c_prev, T* dgates,
+                                                      T* dh_prev, T* dc_prev, const bool* active, int64_t B, int64_t H) {
+  for (int64_t b = 0; b < B; ++b) {
+    const T* g = dh + b * H;
+    const T* gc = dc + b * H;
+    T* d = dgates + b * 4 * H;
+    T* dp = dh_prev + b * H;
+    T* dcp = dc_prev + b * H;
+    if (active != nullptr && !active[b]) {
+      std::fill_n(d, 4 * H, T(0));
+      std::memcpy(dp, g, sizeof(T) * H);
+      std::memcpy(dcp, gc, sizeof(T) * H);
+      continue;
+    }
+    const T* s = saved + b * 5 * H;
+    const T* c = c_prev + b * H;
+#pragma GCC ivdep
+    for (int64_t i = 0; i < H; ++i) {
+      const T in = s[i], forget = s[H + i], cell = s[2 * H + i], out = s[3 * H + i], tc = s[4 * H + i];
+      const T dc_total = gc[i] + g[i] * out * (T(1) - tc * tc);
+      d[i] = dc_total * cell * in * (T(1) - in);
+      d[H + i] = dc_total * c[i] * forget * (T(1) - forget);
+      d[2 * H + i] = dc_total * in * (T(1) - cell * cell);
+      d[3 * H + i] = g[i] * tc * out * (T(1) - out);
+      dcp[i] = dc_total * forget;
+      dp[i] = 0;
+    }
+  }
+}
+
+#define LUONG_LSTM_KERNELS(T)                                                                                    \
+  LUONG_GATE_CLONES void lstm_forward(const T* gi, const T* gh, const T* h_prev, const T* c_prev, T* h_next,       \
+                                      T* c_next, T* saved, const bool* active, int64_t B, int64_t H) {             \
+    lstm_cell_forward(gi, gh, h_prev, c_prev, h_next, c_next, saved, active, B, H);                              \
+  }                                                                                                              \
+  LUONG_GATE_CLONES void lstm_backward(const T* dh, const T* dc, const T* saved, const T* c_prev, T* dgates,        \
+                                       T* dh_prev, T* dc_prev, const bool* active, int64_t B, int64_t H) {          \
+    lstm_cell_backward(dh, dc, saved, c_prev, dgates, dh_prev, dc_prev, active, B, H);                           \
+  }
+LUONG_LSTM_KERNELS(float)
+LUONG_LSTM_KERNELS(double)
+
+// ---- one recurrent layer over a padded batch, either direction ----------------------------------
+// Time t is processed at slot k (t = k forwards, t = S - 1 - k backwards); states, cells and saved
+// gate values are indexed by slot, inputs, gates and outputs by time. A row is active at time t when
+// t < its length: a backward row so starts at its own last token, from a zero state, as a packed
+// bidirectional nn.GRU/nn.LSTM does.
+
+struct SequenceShape {
+  int64_t B, S, I, H;
+  bool reverse;
+  int64_t time(int64_t k) const { return reverse ? S - 1 - k : k; }
+};
+
+struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFunction> {
+  // x [B, S, I], lengths [B] -> outputs [B, S, H], final h [B, H] (and c [B, H] for LSTM, else empty)
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& lengths_in,
                                const torch::Tensor& w_ih, const torch::Tensor& w_hh, const torch::Tensor& b_ih,
-                               const torch::Tensor& b_hh) {
-    const int64_t B = x_in.size(0), S = x_in.size(1), I = x_in.size(2), H = w_hh.size(1);
+                               const torch::Tensor& b_hh, bool lstm, bool reverse) {
+    const int64_t G = lstm ? 4 : 3, Z = lstm ? 5 : 4;  // gates, saved values per unit
+    const SequenceShape shape{x_in.size(0), x_in.size(1), x_in.size(2), w_hh.size(1), reverse};
+    const int64_t B = shape.B, S = shape.S, I = shape.I, H = shape.H;
     const torch::Tensor lengths = to_lengths(lengths_in);
     check_inputs(lengths, B, S);
     const torch::Tensor x = x_in.transpose(0, 1).contiguous();                    // [S, B, I]
-    const torch::Tensor gi = torch::addmm(b_ih, x.view({S * B, I}), w_ih.t());   // [S*B, 3H]
-    torch::Tensor states = torch::zeros({S + 1, B, H}, x.options());             // h_0 .. h_S
-    torch::Tensor saved = torch::empty({S, B, 4 * H}, x.options());
-    torch::Tensor outputs = torch::zeros({S, B, H}, x.options());
-    torch::Tensor active = torch::empty({S, B}, torch::kBool);
+    const torch::Tensor gi = torch::addmm(b_ih, x.view({S * B, I}), w_ih.t());   // [S*B, G*H] by time
+    torch::Tensor states = torch::zeros({S + 1, B, H}, x.options());             // by slot: h before slot k is [k]
+    torch::Tensor cells = lstm ? torch::zeros({S + 1, B, H}, x.options()) : torch::Tensor();
+    torch::Tensor saved = torch::empty({S, B, Z * H}, x.options());              // by slot
+    torch::Tensor outputs = torch::zeros({S, B, H}, x.options());                // by time
+    torch::Tensor active = torch::empty({S, B}, torch::kBool);                   // by time
     const auto* len = lengths.data_ptr<int64_t>();
     for (int64_t t = 0; t < S; ++t) {
       bool* act = step_ptr<bool>(active, t);
       for (int64_t b = 0; b < B; ++b) act[b] = t < len[b];
     }
     const torch::Tensor w_hh_t = w_hh.detach().t(), bias_hh = b_hh.detach();
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_gru_sequence", [&] {
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_recurrent_sequence", [&] {
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
-        torch::Tensor gh = torch::empty({rows, 3 * H}, x.options());
-        for (int64_t t = 0; t < S; ++t) {
-          torch::addmm_out(gh, bias_hh, step_rows(states, t, B, first, rows), w_hh_t);
+        torch::Tensor gh = torch::empty({rows, G * H}, x.options());
+        for (int64_t k = 0; k < S; ++k) {
+          const int64_t t = shape.time(k);
+          torch::addmm_out(gh, bias_hh, step_rows(states, k, B, first, rows), w_hh_t);
           const bool* act = step_ptr<bool>(active, t) + first;
-          scalar_t* h = step_ptr<scalar_t>(states, t + 1) + first * H;
-          gates_forward(step_ptr<scalar_t>(gi, t * B) + first * 3 * H, gh.data_ptr<scalar_t>(),
-                        step_ptr<scalar_t>(states, t) + first * H, h, step_ptr<scalar_t>(saved, t) + first * 4 * H,
-                        act, rows, H);
+          const scalar_t* g_in = step_ptr<scalar_t>(gi, t * B) + first * G * H;
+          scalar_t* h = step_ptr<scalar_t>(states, k + 1) + first * H;
+          scalar_t* z = step_ptr<scalar_t>(saved, k) + first * Z * H;
+          if (lstm) {
+            lstm_forward(g_in, gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states, k) + first * H,
+                         step_ptr<scalar_t>(cells, k) + first * H, h, step_ptr<scalar_t>(cells, k + 1) + first * H, z, act,
+                         rows, H);
+          } else {
+            gates_forward(g_in, gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states, k) + first * H, h, z, act, rows, H);
+          }
           scalar_t* out = step_ptr<scalar_t>(outputs, t) + first * H;
           for (int64_t b = 0; b < rows; ++b) {
             if (act[b]) std::memcpy(out + b * H, h + b * H, sizeof(scalar_t) * H);
@@ -263,33 +373,45 @@ struct GruSequenceFunction : torch::autograd::Function<GruSequenceFunction> {
     });
     ctx->saved_data["x"] = x;
     ctx->saved_data["states"] = states;
+    ctx->saved_data["cells"] = cells;
     ctx->saved_data["saved"] = saved;
     ctx->saved_data["active"] = active;
     ctx->saved_data["w_ih"] = w_ih;
     ctx->saved_data["w_hh"] = w_hh;
-    return {outputs.transpose(0, 1).contiguous(), states[S].clone()};
+    ctx->saved_data["lstm"] = lstm;
+    ctx->saved_data["reverse"] = reverse;
+    // (autograd outputs must be defined: a GRU's cell output is an empty tensor)
+    return {outputs.transpose(0, 1).contiguous(), states[S].clone(),
+            lstm ? cells[S].clone() : torch::empty({0}, x.options())};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const torch::Tensor x = ctx->saved_data["x"].toTensor();
     const torch::Tensor states = ctx->saved_data["states"].toTensor();
+    const torch::Tensor cells = ctx->saved_data["cells"].toTensor();
     const torch::Tensor saved = ctx->saved_data["saved"].toTensor();
     const torch::Tensor active = ctx->saved_data["active"].toTensor();
     const torch::Tensor w_ih = ctx->saved_data["w_ih"].toTensor();
     const torch::Tensor w_hh = ctx->saved_data["w_hh"].toTensor();
-    const int64_t S = x.size(0), B = x.size(1), I = x.size(2), H = w_hh.size(1);
+    const bool lstm = ctx->saved_data["lstm"].toBool();
+    const SequenceShape shape{x.size(1), x.size(0), x.size(2), w_hh.size(1), ctx->saved_data["reverse"].toBool()};
+    const int64_t S = shape.S, B = shape.B, I = shape.I, H = shape.H, G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
     const torch::Tensor d_outputs = grads[0].defined() ? grads[0].transpose(0, 1).contiguous()
                                                        : torch::zeros({S, B, H}, x.options());
     const torch::Tensor d_last = grads[1].defined() ? grads[1].contiguous() : torch::zeros({B, H}, x.options());
-    torch::Tensor dgi = torch::empty({S, B, 3 * H}, x.options());
-    torch::Tensor dgh = torch::empty({S, B, 3 * H}, x.options());
+    const torch::Tensor d_cell = lstm && grads[2].defined() ? grads[2].contiguous() : torch::zeros({B, H}, x.options());
+    torch::Tensor dgi = torch::empty({S, B, G * H}, x.options());                      // by time
+    torch::Tensor dgh = lstm ? torch::Tensor() : torch::empty({S, B, G * H}, x.options());  // by slot (GRU only)
     const torch::Tensor w_hh_d = w_hh.detach();
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_gru_sequence_backward", [&] {
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_recurrent_sequence_backward", [&] {
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
-        torch::Tensor dh = d_last.narrow(0, first, rows).clone();  // gradient of h_{t+1}
+        torch::Tensor dh = d_last.narrow(0, first, rows).clone();  // gradient of the state after slot k
+        torch::Tensor dc = d_cell.narrow(0, first, rows).clone();
         torch::Tensor dh_step = torch::empty({rows, H}, x.options());
-        for (int64_t t = S - 1; t >= 0; --t) {
-          // The output of step t is h_t where active, a constant zero elsewhere.
+        torch::Tensor dc_step = torch::empty({rows, H}, x.options());
+        for (int64_t k = S - 1; k >= 0; --k) {
+          const int64_t t = shape.time(k);
+          // The output at time t is the state after slot k where active, a constant zero elsewhere.
           const bool* act = step_ptr<bool>(active, t) + first;
           scalar_t* g = dh.data_ptr<scalar_t>();
           const scalar_t* go = step_ptr<scalar_t>(d_outputs, t) + first * H;
@@ -297,60 +419,93 @@ struct GruSequenceFunction : torch::autograd::Function<GruSequenceFunction> {
             if (!act[b]) continue;
             for (int64_t i = 0; i < H; ++i) g[b * H + i] += go[b * H + i];
           }
-          gates_backward(g, step_ptr<scalar_t>(saved, t) + first * 4 * H, step_ptr<scalar_t>(states, t) + first * H,
-                         step_ptr<scalar_t>(dgi, t) + first * 3 * H, step_ptr<scalar_t>(dgh, t) + first * 3 * H,
-                         dh_step.data_ptr<scalar_t>(), act, rows, H);
-          dh_step.addmm_(step_rows(dgh, t, B, first, rows), w_hh_d);
+          const scalar_t* z = step_ptr<scalar_t>(saved, k) + first * Z * H;
+          scalar_t* dgates = step_ptr<scalar_t>(dgi, t) + first * G * H;
+          if (lstm) {
+            lstm_backward(g, dc.data_ptr<scalar_t>(), z, step_ptr<scalar_t>(cells, k) + first * H, dgates,
+                          dh_step.data_ptr<scalar_t>(), dc_step.data_ptr<scalar_t>(), act, rows, H);
+            dh_step.addmm_(step_rows(dgi, t, B, first, rows), w_hh_d);
+            std::swap(dc, dc_step);
+          } else {
+            gates_backward(g, z, step_ptr<scalar_t>(states, k) + first * H, dgates,
+                           step_ptr<scalar_t>(dgh, k) + first * G * H, dh_step.data_ptr<scalar_t>(), act, rows, H);
+            dh_step.addmm_(step_rows(dgh, k, B, first, rows), w_hh_d);
+          }
           std::swap(dh, dh_step);
         }
       });
     });
-    const torch::Tensor dgi_flat = dgi.view({S * B, 3 * H});
-    const torch::Tensor dgh_flat = dgh.view({S * B, 3 * H});
+    const torch::Tensor dgi_flat = dgi.view({S * B, G * H});
     const torch::Tensor dx = dgi_flat.mm(w_ih).view({S, B, I}).transpose(0, 1);
     const torch::Tensor dw_ih = dgi_flat.t().mm(x.view({S * B, I}));
-    const torch::Tensor dw_hh = dgh_flat.t().mm(states.narrow(0, 0, S).reshape({S * B, H}));
-    return {dx, torch::Tensor(), dw_ih, dw_hh, dgi_flat.sum(0), dgh_flat.sum(0)};
+    const torch::Tensor previous_states = states.narrow(0, 0, S).reshape({S * B, H});  // by slot
+    torch::Tensor dw_hh, db_hh;
+    if (lstm) {
+      // The gh gradients are the gi ones, but by slot: reorder to pair them with the states.
+      const torch::Tensor by_slot = shape.reverse ? dgi.flip(0).reshape({S * B, G * H}) : dgi_flat;
+      dw_hh = by_slot.t().mm(previous_states);
+      db_hh = dgi_flat.sum(0);
+    } else {
+      const torch::Tensor dgh_flat = dgh.view({S * B, G * H});
+      dw_hh = dgh_flat.t().mm(previous_states);
+      db_hh = dgh_flat.sum(0);
+    }
+    return {dx, torch::Tensor(), dw_ih, dw_hh, dgi_flat.sum(0), db_hh, torch::Tensor(), torch::Tensor()};
   }
 };
 
 // ---- the teacher-forced LuongDecoder ------------------------------------------------------------
 
+// GRU (saved r|z|n|W_hn h + b_hn) or LSTM (saved i|f|g|o|tanh c', and the cell states), and an
+// optional dropout mask on h~ (the paper's dropout on the attentional vector, which feeds both the
+// output layer and the next step): the features are h~ * mask, and the unmasked tanh is kept.
 struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForcedFunction> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& embedded, const torch::Tensor& h0,
-                               const torch::Tensor& keys_in, const torch::Tensor& values_in,
+                               const torch::Tensor& c0, const torch::Tensor& keys_in, const torch::Tensor& values_in,
                                const torch::Tensor& lengths_in, const torch::Tensor& w_ih, const torch::Tensor& w_hh,
                                const torch::Tensor& b_ih, const torch::Tensor& b_hh, const torch::Tensor& wc_weight,
-                               const torch::Tensor& wc_bias, double scale) {
+                               const torch::Tensor& wc_bias, const torch::Tensor& mask, double scale, bool lstm) {
     const int64_t B = embedded.size(0), T = embedded.size(1), E = embedded.size(2);
-    const int64_t S = keys_in.size(1), H = w_hh.size(1);
-    TORCH_CHECK(w_ih.size(1) == E + H, "fused decoder: the GRU input must be [embedding; h~]");
+    const int64_t S = keys_in.size(1), H = w_hh.size(1), G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
+    TORCH_CHECK(w_ih.size(1) == E + H, "fused decoder: the recurrent input must be [embedding; h~]");
     TORCH_CHECK(S <= kMaxSourceLength, "fused decoder: source longer than ", kMaxSourceLength);
+    const bool masked = mask.numel() > 0;
     const torch::Tensor lengths = to_lengths(lengths_in);
     check_inputs(lengths, B, S);
     const torch::Tensor keys = keys_in.contiguous(), values = values_in.contiguous();
     const torch::Tensor w_embed = w_ih.narrow(1, 0, E), w_feed = w_ih.narrow(1, E, H);
     const torch::Tensor emb = embedded.transpose(0, 1).contiguous();                       // [T, B, E]
-    const torch::Tensor ge = torch::addmm(b_ih, emb.view({T * B, E}), w_embed.t());       // [T*B, 3H]
+    const torch::Tensor ge = torch::addmm(b_ih, emb.view({T * B, E}), w_embed.t());       // [T*B, G*H]
     torch::Tensor states = torch::empty({T + 1, B, H}, emb.options());                    // h_0 .. h_T
-    torch::Tensor attentional = torch::empty({T + 1, B, H}, emb.options());               // h~_0 .. h~_T
-    torch::Tensor saved = torch::empty({T, B, 4 * H}, emb.options());
+    torch::Tensor cells = lstm ? torch::empty({T + 1, B, H}, emb.options()) : torch::empty({0}, emb.options());
+    torch::Tensor attentional = torch::empty({T + 1, B, H}, emb.options());               // h~_0 .. h~_T (masked)
+    torch::Tensor unmasked = masked ? torch::empty({T, B, H}, emb.options()) : torch::empty({0}, emb.options());
+    torch::Tensor saved = torch::empty({T, B, Z * H}, emb.options());
     torch::Tensor weights = torch::empty({T, B, S}, emb.options());
     torch::Tensor ch = torch::empty({T, B, 2 * H}, emb.options());                        // [c_t; h_t]
+    const torch::Tensor drop = masked ? mask.transpose(0, 1).contiguous() : mask;         // [T, B, H]
     states[0].copy_(h0);
+    if (lstm) cells[0].copy_(c0);
     attentional[0].zero_();
     const torch::Tensor w_feed_t = w_feed.detach().t(), w_hh_t = w_hh.detach().t();
     const torch::Tensor wc_t = wc_weight.detach().t(), bias_hh = b_hh.detach(), bias_c = wc_bias.detach();
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced", [&] {
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
-        torch::Tensor gi = torch::empty({rows, 3 * H}, emb.options());
-        torch::Tensor gh = torch::empty({rows, 3 * H}, emb.options());
+        torch::Tensor gi = torch::empty({rows, G * H}, emb.options());
+        torch::Tensor gh = torch::empty({rows, G * H}, emb.options());
         for (int64_t t = 0; t < T; ++t) {
           torch::addmm_out(gi, step_rows(ge, t, B, first, rows), step_rows(attentional, t, B, first, rows), w_feed_t);
           torch::addmm_out(gh, bias_hh, step_rows(states, t, B, first, rows), w_hh_t);
           scalar_t* h = step_ptr<scalar_t>(states, t + 1) + first * H;
-          gates_forward(gi.data_ptr<scalar_t>(), gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states, t) + first * H, h,
-                        step_ptr<scalar_t>(saved, t) + first * 4 * H, nullptr, rows, H);
+          scalar_t* z = step_ptr<scalar_t>(saved, t) + first * Z * H;
+          if (lstm) {
+            lstm_forward(gi.data_ptr<scalar_t>(), gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states, t) + first * H,
+                         step_ptr<scalar_t>(cells, t) + first * H, h, step_ptr<scalar_t>(cells, t + 1) + first * H, z,
+                         nullptr, rows, H);
+          } else {
+            gates_forward(gi.data_ptr<scalar_t>(), gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states, t) + first * H, h,
+                          z, nullptr, rows, H);
+          }
           attention_forward(h, keys.data_ptr<scalar_t>() + first * S * H, values.data_ptr<scalar_t>() + first * S * H,
                             lengths.data_ptr<int64_t>() + first, static_cast<scalar_t>(scale),
                             step_ptr<scalar_t>(weights, t) + first * S, step_ptr<scalar_t>(ch, t) + first * 2 * H,
@@ -358,12 +513,19 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
           torch::Tensor next = step_rows(attentional, t + 1, B, first, rows);
           torch::addmm_out(next, bias_c, step_rows(ch, t, B, first, rows), wc_t);
           next.tanh_();
+          if (masked) {
+            step_rows(unmasked, t, B, first, rows).copy_(next);
+            next.mul_(step_rows(drop, t, B, first, rows));
+          }
         }
       });
     });
     ctx->saved_data["emb"] = emb;
     ctx->saved_data["states"] = states;
+    ctx->saved_data["cells"] = cells;
     ctx->saved_data["attentional"] = attentional;
+    ctx->saved_data["unmasked"] = unmasked;
+    ctx->saved_data["drop"] = drop;
     ctx->saved_data["saved"] = saved;
     ctx->saved_data["weights"] = weights;
     ctx->saved_data["ch"] = ch;
@@ -374,13 +536,17 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     ctx->saved_data["w_hh"] = w_hh;
     ctx->saved_data["wc_weight"] = wc_weight;
     ctx->saved_data["scale"] = scale;
+    ctx->saved_data["lstm"] = lstm;
     return {attentional.narrow(0, 1, T).transpose(0, 1).contiguous()};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const torch::Tensor emb = ctx->saved_data["emb"].toTensor();
     const torch::Tensor states = ctx->saved_data["states"].toTensor();
+    const torch::Tensor cells = ctx->saved_data["cells"].toTensor();
     const torch::Tensor attentional = ctx->saved_data["attentional"].toTensor();
+    const torch::Tensor unmasked = ctx->saved_data["unmasked"].toTensor();
+    const torch::Tensor drop = ctx->saved_data["drop"].toTensor();
     const torch::Tensor saved = ctx->saved_data["saved"].toTensor();
     const torch::Tensor weights = ctx->saved_data["weights"].toTensor();
     const torch::Tensor ch = ctx->saved_data["ch"].toTensor();
@@ -391,30 +557,42 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const torch::Tensor w_hh = ctx->saved_data["w_hh"].toTensor();
     const torch::Tensor wc_weight = ctx->saved_data["wc_weight"].toTensor();
     const double scale = ctx->saved_data["scale"].toDouble();
+    const bool lstm = ctx->saved_data["lstm"].toBool(), masked = drop.numel() > 0;
     const int64_t T = emb.size(0), B = emb.size(1), E = emb.size(2), S = keys.size(1), H = w_hh.size(1);
+    const int64_t G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
     const torch::Tensor w_embed = w_ih.narrow(1, 0, E), w_feed = w_ih.narrow(1, E, H);
     const torch::Tensor d_features = grads[0].transpose(0, 1).contiguous();  // [T, B, H]
     torch::Tensor dpre = torch::empty({T, B, H}, emb.options());
-    torch::Tensor dgi = torch::empty({T, B, 3 * H}, emb.options());
-    torch::Tensor dgh = torch::empty({T, B, 3 * H}, emb.options());
+    torch::Tensor dgi = torch::empty({T, B, G * H}, emb.options());
+    torch::Tensor dgh = lstm ? dgi : torch::empty({T, B, G * H}, emb.options());  // LSTM: the same gradients
     torch::Tensor dkeys = torch::zeros_like(keys), dvalues = torch::zeros_like(values);
     torch::Tensor dh0 = torch::empty({B, H}, emb.options());
+    torch::Tensor dc0 = lstm ? torch::empty({B, H}, emb.options()) : torch::Tensor();
     const torch::Tensor w_feed_d = w_feed.detach(), w_hh_d = w_hh.detach(), wc_d = wc_weight.detach();
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
       const auto s = static_cast<scalar_t>(scale);
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
         torch::Tensor d_attentional = torch::zeros({rows, H}, emb.options());  // from step t+1's input
-        torch::Tensor dh = dh0.narrow(0, first, rows).zero_();                  // from step t+1's GRU
+        torch::Tensor dh = dh0.narrow(0, first, rows).zero_();                  // from step t+1's recurrence
+        torch::Tensor dc = lstm ? dc0.narrow(0, first, rows).zero_() : torch::Tensor();
+        torch::Tensor dc_step = lstm ? torch::empty({rows, H}, emb.options()) : torch::Tensor();
         torch::Tensor dh_step = torch::empty({rows, H}, emb.options());
         torch::Tensor dch = torch::empty({rows, 2 * H}, emb.options());
         scalar_t* d_att = d_attentional.data_ptr<scalar_t>();
         for (int64_t t = T - 1; t >= 0; --t) {
           const scalar_t* d_feat = step_ptr<scalar_t>(d_features, t) + first * H;
           for (int64_t i = 0; i < rows * H; ++i) d_att[i] += d_feat[i];
-          tanh_backward(d_att, step_ptr<scalar_t>(attentional, t + 1) + first * H,
-                        step_ptr<scalar_t>(dpre, t) + first * H, rows * H);
+          if (masked) {
+            const scalar_t* m = step_ptr<scalar_t>(drop, t) + first * H;
+            for (int64_t i = 0; i < rows * H; ++i) d_att[i] *= m[i];
+            tanh_backward(d_att, step_ptr<scalar_t>(unmasked, t) + first * H, step_ptr<scalar_t>(dpre, t) + first * H,
+                          rows * H);
+          } else {
+            tanh_backward(d_att, step_ptr<scalar_t>(attentional, t + 1) + first * H,
+                          step_ptr<scalar_t>(dpre, t) + first * H, rows * H);
+          }
           torch::mm_out(dch, step_rows(dpre, t, B, first, rows), wc_d);
-          // dh_step: the query's and Wc's paths to h_t; then the next step's GRU path.
+          // dh_step: the query's and Wc's paths to h_t; then the next step's recurrent path.
           attention_backward(dch.data_ptr<scalar_t>(), step_ptr<scalar_t>(states, t + 1) + first * H,
                              keys.data_ptr<scalar_t>() + first * S * H, values.data_ptr<scalar_t>() + first * S * H,
                              lengths.data_ptr<int64_t>() + first, s, step_ptr<scalar_t>(weights, t) + first * S,
@@ -423,16 +601,24 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
           scalar_t* step_grad = dh_step.data_ptr<scalar_t>();
           const scalar_t* carried = dh.data_ptr<scalar_t>();
           for (int64_t i = 0; i < rows * H; ++i) step_grad[i] += carried[i];
-          gates_backward(step_grad, step_ptr<scalar_t>(saved, t) + first * 4 * H,
-                         step_ptr<scalar_t>(states, t) + first * H, step_ptr<scalar_t>(dgi, t) + first * 3 * H,
-                         step_ptr<scalar_t>(dgh, t) + first * 3 * H, dh.data_ptr<scalar_t>(), nullptr, rows, H);
+          const scalar_t* z = step_ptr<scalar_t>(saved, t) + first * Z * H;
+          if (lstm) {
+            lstm_backward(step_grad, dc.data_ptr<scalar_t>(), z, step_ptr<scalar_t>(cells, t) + first * H,
+                          step_ptr<scalar_t>(dgi, t) + first * G * H, dh.data_ptr<scalar_t>(), dc_step.data_ptr<scalar_t>(),
+                          nullptr, rows, H);
+            dc.copy_(dc_step);
+          } else {
+            gates_backward(step_grad, z, step_ptr<scalar_t>(states, t) + first * H,
+                           step_ptr<scalar_t>(dgi, t) + first * G * H, step_ptr<scalar_t>(dgh, t) + first * G * H,
+                           dh.data_ptr<scalar_t>(), nullptr, rows, H);
+          }
           dh.addmm_(step_rows(dgh, t, B, first, rows), w_hh_d);
           torch::mm_out(d_attentional, step_rows(dgi, t, B, first, rows), w_feed_d);
         }
       });
     });
-    const torch::Tensor dgi_flat = dgi.view({T * B, 3 * H});
-    const torch::Tensor dgh_flat = dgh.view({T * B, 3 * H});
+    const torch::Tensor dgi_flat = dgi.view({T * B, G * H});
+    const torch::Tensor dgh_flat = dgh.view({T * B, G * H});
     const torch::Tensor dpre_flat = dpre.view({T * B, H});
     const torch::Tensor d_embedded = dgi_flat.mm(w_embed).view({T, B, E}).transpose(0, 1);
     const torch::Tensor dw_ih = torch::cat({dgi_flat.t().mm(emb.view({T * B, E})),
@@ -440,8 +626,8 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
                                            1);
     const torch::Tensor dw_hh = dgh_flat.t().mm(states.narrow(0, 0, T).reshape({T * B, H}));
     const torch::Tensor dwc = dpre_flat.t().mm(ch.view({T * B, 2 * H}));
-    return {d_embedded,        dh0,          dkeys,             dvalues,       torch::Tensor(),   dw_ih,
-            dw_hh,             dgi_flat.sum(0), dgh_flat.sum(0), dwc,           dpre_flat.sum(0), torch::Tensor()};
+    return {d_embedded, dh0, dc0, dkeys, dvalues, torch::Tensor(), dw_ih, dw_hh, dgi_flat.sum(0), dgh_flat.sum(0),
+            dwc, dpre_flat.sum(0), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -450,17 +636,28 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
 std::pair<torch::Tensor, torch::Tensor> fused_gru_sequence(const torch::Tensor& x, const torch::Tensor& lengths,
                                                            const GruWeights& gru) {
   TORCH_CHECK(x.device().is_cpu(), "fused_gru_sequence runs on the CPU");
-  variable_list out = GruSequenceFunction::apply(x, lengths, gru.w_ih, gru.w_hh, gru.b_ih, gru.b_hh);
+  variable_list out = RecurrentSequenceFunction::apply(x, lengths, gru.w_ih, gru.w_hh, gru.b_ih, gru.b_hh, false, false);
   return {out[0], out[1]};
 }
 
-torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0,
+FusedLayerOutput fused_recurrent_layer(const torch::Tensor& x, const torch::Tensor& lengths, const GruWeights& weights,
+                                       bool lstm, bool reverse) {
+  TORCH_CHECK(x.device().is_cpu(), "fused_recurrent_layer runs on the CPU");
+  variable_list out =
+      RecurrentSequenceFunction::apply(x, lengths, weights.w_ih, weights.w_hh, weights.b_ih, weights.b_hh, lstm, reverse);
+  return {out[0], out[1], lstm ? out[2] : torch::Tensor()};
+}
+
+torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0, const torch::Tensor& c0,
                                          const torch::Tensor& keys, const torch::Tensor& values,
-                                         const torch::Tensor& src_lengths, const GruWeights& gru,
-                                         const torch::Tensor& wc_weight, const torch::Tensor& wc_bias, double scale) {
+                                         const torch::Tensor& src_lengths, const CellWeights& cell, bool lstm,
+                                         const torch::Tensor& wc_weight, const torch::Tensor& wc_bias, double scale,
+                                         const torch::Tensor& dropout_mask) {
   TORCH_CHECK(embedded.device().is_cpu(), "fused_luong_teacher_forced runs on the CPU");
-  return LuongTeacherForcedFunction::apply(embedded, h0, keys, values, src_lengths, gru.w_ih, gru.w_hh, gru.b_ih,
-                                           gru.b_hh, wc_weight, wc_bias, scale)[0];
+  const torch::Tensor empty = torch::empty({0}, embedded.options());
+  return LuongTeacherForcedFunction::apply(embedded, h0, lstm ? c0 : empty, keys, values, src_lengths, cell.w_ih,
+                                           cell.w_hh, cell.b_ih, cell.b_hh, wc_weight, wc_bias,
+                                           dropout_mask.defined() ? dropout_mask : empty, scale, lstm)[0];
 }
 
 }  // namespace luong::models

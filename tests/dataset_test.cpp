@@ -44,6 +44,24 @@ TEST(DatasetTest, ShortCorpusFillsTrainFirst) {
   EXPECT_EQ(s.test.size(), 2u);
 }
 
+TEST(DatasetTest, TrainSizeZeroTakesWhatTestAndDevLeave) {
+  DatasetOptions options;
+  options.train_size = 0;
+  options.test_size = 20;
+  options.dev_size = 10;
+  const auto all = split_corpus(numbered_pairs(100), options);
+  EXPECT_EQ(all.train.size(), 70u);
+  EXPECT_EQ(all.test.size(), 20u);
+  EXPECT_EQ(all.dev.size(), 10u);
+  // The same shuffle as a sized split: the first 70 training pairs are the same pairs.
+  options.train_size = 70;
+  const auto sized = split_corpus(numbered_pairs(100), options);
+  for (std::size_t i = 0; i < 70; ++i) EXPECT_EQ(all.train[i].line, sized.train[i].line);
+  EXPECT_EQ(all.dev.back().line, sized.dev.back().line);
+  options.train_size = 0;
+  EXPECT_THROW(split_corpus(numbered_pairs(30), options), DataError);
+}
+
 TEST(DatasetTest, LengthFilterAndDeduplication) {
   std::vector<SentencePair> pairs = {{"a b c", "x", 1}, {"a", "x y", 2}, {"a", "x y", 3}, {"!", "", 4}};
   DatasetOptions options;

@@ -8,6 +8,8 @@
 
 #include "gradient_check.h"
 #include "luong/models/fused_recurrence.h"
+#include "luong/models/global_attention.h"
+#include "luong/models/luong_decoder.h"
 #include "luong/models/seq2seq.h"
 
 namespace luong::models {
@@ -29,6 +31,9 @@ struct Case {
   std::string name;
   ScoreKind score;
   bool scale;
+  CellKind cell = CellKind::kGru;
+  int64_t layers = 1;
+  bool bidirectional = false;
 };
 void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
 
@@ -37,7 +42,8 @@ Seq2Seq make_model(const Case& c, torch::ScalarType dtype) {
   AttentionConfig attention;
   attention.score = c.score;
   attention.scale = c.scale;
-  Seq2Seq model(Seq2SeqOptions(12, 10).embed_size(5).hidden_size(6).attention(attention));
+  Seq2Seq model(Seq2SeqOptions(12, 10).embed_size(5).hidden_size(6).attention(attention).cell(c.cell).layers(c.layers)
+                    .bidirectional(c.bidirectional));
   model->to(dtype);
   return model;
 }
@@ -75,8 +81,13 @@ LossAndGradients run(Seq2Seq& model, bool fused, const Batch& b) {
   const LossOutput out = model->loss(b.src, b.lengths, b.dec_in, b.dec_tgt, LossAverage::kStep);
   // The test proves which path ran: the fused kernels are autograd nodes of their own.
   const std::set<std::string> nodes = graph_nodes(out.loss);
-  for (const char* kernel : {"GruSequenceFunction", "LuongTeacherForcedFunction", "LinearCrossEntropyFunction"}) {
-    EXPECT_EQ(has_node(nodes, kernel), fused) << kernel << (fused ? " did not run" : " ran on the module path");
+  const auto& luong = dynamic_cast<const LuongDecoderImpl&>(*model->decoder);
+  const bool decoder_fused = luong.uses_fused_kernel(torch::kCPU);
+  const std::pair<const char*, bool> kernels[] = {{"RecurrentSequenceFunction", fused},
+                                                  {"LuongTeacherForcedFunction", fused && decoder_fused},
+                                                  {"LinearCrossEntropyFunction", fused}};
+  for (const auto& [kernel, expected] : kernels) {
+    EXPECT_EQ(has_node(nodes, kernel), expected) << kernel << (expected ? " did not run" : " ran where it should not");
   }
   out.loss.backward();
   LossAndGradients result{out.loss.item<double>(), {}};
@@ -112,7 +123,10 @@ TEST_P(FusedRecurrenceTest, MatchesFiniteDifferences) {
   std::vector<std::pair<std::string, torch::Tensor>> params;
   for (const auto& p : model->named_parameters()) params.emplace_back(p.key(), p.value());
   const auto loss = [&] { return model->loss(b.src, b.lengths, b.dec_in, b.dec_tgt).loss; };
-  for (const auto& r : test::check_gradients(params, loss)) {
+  // The stacked variants have ~10x the parameters; a strided sample of 24 entries each keeps them
+  // inside the suite's time (every entry of the one-layer ones is checked).
+  const int64_t max_entries = GetParam().layers > 1 ? 24 : 0;
+  for (const auto& r : test::check_gradients(params, loss, 1e-3, max_entries)) {
     std::printf("  %-12s %-36s max|diff| %.3e  rel %.3e\n", GetParam().name.c_str(), r.name.c_str(), r.max_abs_diff,
                 r.max_rel_diff);
     EXPECT_LE(r.max_rel_diff, 1e-6) << r.name;
@@ -165,7 +179,10 @@ TEST_P(FusedRecurrenceTest, MatchesTheModulePathOnEveryThreadCount) {
 
 INSTANTIATE_TEST_SUITE_P(Scores, FusedRecurrenceTest,
                          ::testing::Values(Case{"dot", ScoreKind::kDot, true}, Case{"general", ScoreKind::kGeneral, true},
-                                           Case{"dot_unscaled", ScoreKind::kDot, false}),
+                                           Case{"dot_unscaled", ScoreKind::kDot, false},
+                                           Case{"lstm", ScoreKind::kDot, true, CellKind::kLstm},
+                                           Case{"gru_2layer_bidirectional", ScoreKind::kGeneral, true, CellKind::kGru, 2, true},
+                                           Case{"lstm_3layer_bidirectional", ScoreKind::kDot, true, CellKind::kLstm, 3, true}),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 TEST(FusedGruSequenceTest, EqualsPackedGru) {
@@ -182,6 +199,87 @@ TEST(FusedGruSequenceTest, EqualsPackedGru) {
   EXPECT_LE((outputs - expected).abs().max().item<double>(), 1e-15);
   EXPECT_LE((last - hidden[0]).abs().max().item<double>(), 1e-15);
   EXPECT_EQ(outputs[1].narrow(0, 1, 4).abs().max().item<double>(), 0.0);  // zero past the length
+}
+
+// The decoder kernel with a dropout mask on h~ against the same recurrence written with LibTorch's
+// ops and the same mask, in double: values and every input's gradient.
+TEST(FusedLuongDecoderTest, DropoutMaskMatchesTheStepLoop) {
+  for (const CellKind cell : {CellKind::kGru, CellKind::kLstm}) {
+    torch::manual_seed(12);
+    const int64_t B = 3, T = 4, S = 5, E = 3, H = 4;
+    torch::nn::Module owner;
+    RecurrentLayers rnn = register_recurrent(owner, RecurrentOptions(E + H, H).cell(cell));
+    torch::nn::Linear wc(2 * H, H);
+    owner.to(torch::kDouble);
+    wc->to(torch::kDouble);
+    const bool lstm = cell == CellKind::kLstm;
+    torch::Tensor emb = torch::randn({B, T, E}, torch::kDouble).requires_grad_();
+    torch::Tensor h0 = torch::randn({B, H}, torch::kDouble).requires_grad_();
+    torch::Tensor c0 = torch::randn({B, H}, torch::kDouble).requires_grad_();
+    torch::Tensor enc = torch::randn({B, S, H}, torch::kDouble).requires_grad_();
+    const torch::Tensor lengths = torch::tensor({5, 2, 4}, torch::kLong);
+    const torch::Tensor mask = torch::empty({B, T, H}, torch::kDouble).bernoulli_(0.7).div_(0.7);
+    const torch::Tensor probe = torch::randn({B, T, H}, torch::kDouble);
+    const auto reference = [&] {
+      GlobalAttention attention{GlobalAttentionOptions(H)};
+      attention->to(torch::kDouble);
+      const AttentionMemory memory = attention->prepare(enc, lengths);
+      RecurrentState state{h0.unsqueeze(0), lstm ? c0.unsqueeze(0) : torch::Tensor()};
+      torch::Tensor previous = torch::zeros({B, H}, torch::kDouble);
+      std::vector<torch::Tensor> out;
+      for (int64_t t = 0; t < T; ++t) {
+        state = rnn.step(torch::cat({emb.select(1, t), previous}, 1), state, false);
+        const AttentionOutput a = attention->forward(memory, state.hidden[0], t);
+        previous = torch::tanh(wc(torch::cat({a.context, state.hidden[0]}, 1))) * mask.select(1, t);
+        out.push_back(previous);
+      }
+      return torch::stack(out, 1);
+    };
+    const auto fused = [&] {
+      return fused_luong_teacher_forced(emb, h0, c0, enc, enc, lengths, CellWeights::of(rnn, 0, 0), lstm, wc->weight,
+                                        wc->bias, 1.0 / std::sqrt(static_cast<double>(H)), mask);
+    };
+    const torch::Tensor a = reference(), b = fused();
+    EXPECT_LE((a - b).abs().max().item<double>(), 1e-14) << options::enum_name(cell);
+    std::vector<std::pair<std::string, torch::Tensor>> inputs = {{"emb", emb}, {"h0", h0}, {"enc", enc}};
+    if (lstm) inputs.emplace_back("c0", c0);
+    for (const auto& p : owner.named_parameters()) inputs.emplace_back(p.key(), p.value());
+    inputs.emplace_back("Wc", wc->weight);
+    std::vector<torch::Tensor> expected;
+    for (auto& [name, t] : inputs) {
+      if (t.grad().defined()) t.mutable_grad().zero_();
+    }
+    (reference() * probe).sum().backward();
+    for (auto& [name, t] : inputs) {
+      expected.push_back(t.grad().clone());
+      t.mutable_grad().zero_();
+    }
+    (fused() * probe).sum().backward();
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      EXPECT_LE((inputs[i].second.grad() - expected[i]).abs().max().item<double>(), 1e-12)
+          << options::enum_name(cell) << " " << inputs[i].first;
+    }
+  }
+}
+
+// The fused layer against nn::LSTM / nn::GRU over a packed batch, in both directions.
+TEST(FusedGruSequenceTest, LayersEqualPackedModulesInBothDirections) {
+  namespace rnn = torch::nn::utils::rnn;
+  for (const CellKind cell : {CellKind::kGru, CellKind::kLstm}) {
+    torch::manual_seed(8);
+    torch::nn::Module owner;
+    RecurrentLayers layers = register_recurrent(owner, RecurrentOptions(3, 4).cell(cell).bidirectional(true));
+    owner.to(torch::kDouble);
+    const torch::Tensor x = torch::randn({3, 5, 3}, torch::kDouble);
+    const torch::Tensor lengths = torch::tensor({5, 1, 3}, torch::kLong);
+    auto [expected, state] = layers.sequence(x, lengths);  // [B, S, 2H], [2, B, H]
+    for (int64_t d = 0; d < 2; ++d) {
+      const FusedLayerOutput out = fused_recurrent_layer(x, lengths, CellWeights::of(layers, 0, d), cell == CellKind::kLstm, d == 1);
+      EXPECT_LE((out.outputs - expected.narrow(2, 4 * d, 4)).abs().max().item<double>(), 1e-14) << d;
+      EXPECT_LE((out.hidden - state.hidden[d]).abs().max().item<double>(), 1e-14) << d;
+      if (cell == CellKind::kLstm) EXPECT_LE((out.cell - state.cell[d]).abs().max().item<double>(), 1e-14) << d;
+    }
+  }
 }
 
 TEST(FusedGruSequenceTest, RejectsLengthsOutsideTheBatch) {

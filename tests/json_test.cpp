@@ -20,7 +20,8 @@ TEST(JsonTest, RoundTripKeepsKeyOrderAndExactIntegers) {
 }
 
 TEST(JsonTest, MalformedInputIsOneLineError) {
-  for (const char* text : {"{", "{\"a\" 1}", "[1,]", "tru", "{\"a\":1} x", "\"unterminated"}) {
+  // 1E39861159 overflows a double: nlohmann throws out_of_range, not parse_error (a fuzz finding).
+  for (const char* text : {"{", "{\"a\" 1}", "[1,]", "tru", "{\"a\":1} x", "\"unterminated", "{\"epoch\": 1E39861159}"}) {
     try {
       parse_json(text, "file.json");
       ADD_FAILURE() << text;

@@ -61,6 +61,9 @@ TEST(MetricsTest, ChrfByHand) {
   EXPECT_NEAR(corpus_chrf({"a b c"}, {"abc"}), 100.0, 1e-9);  // whitespace is ignored
   EXPECT_NEAR(corpus_chrf({"مرحبا"}, {"مرحبا"}), 100.0, 1e-9);
   EXPECT_EQ(corpus_chrf({"xyz"}, {"abc"}), 0.0);
+  // Reference "ab" has no 3- to 6-grams: the hypothesis's are not counted (sacreBLEU's rule), so only
+  // orders 1 and 2 enter: P = (2/4 + 1/3) / 2 = 5/12, R = 1, F2 = 5PR / (4P + R) = 25/32.
+  EXPECT_NEAR(corpus_chrf({"abcd"}, {"ab"}), 100.0 * 25 / 32, 1e-9);
 }
 
 }  // namespace

@@ -218,7 +218,9 @@ TEST(BatchedBeamSearchTest, NbestListsAreOrderedAndDistinct) {
     std::set<std::vector<int64_t>> seen;
     for (std::size_t i = 0; i < list.size(); ++i) {
       EXPECT_TRUE(seen.insert(list[i].tokens).second);
-      if (i > 0 && list[i].finished == list[i - 1].finished) EXPECT_LE(list[i].score, list[i - 1].score);
+      if (i > 0 && list[i].finished == list[i - 1].finished) {
+        EXPECT_LE(list[i].score, list[i - 1].score);
+      }
     }
   }
 }

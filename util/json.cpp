@@ -10,10 +10,11 @@ namespace luong {
 Json parse_json(const std::string& text, const std::string& origin) {
   try {
     return Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
+    // parse_error for bad syntax, out_of_range for a number no double holds (1E39861159).
     std::string what = e.what();
-    const std::size_t colon = what.find("parse error");
-    if (colon != std::string::npos) what = what.substr(colon);
+    const std::size_t close = what.find("] ");
+    if (close != std::string::npos) what = what.substr(close + 2);
     throw Error(origin + ": invalid JSON (" + printable(what, 160) + ")");
   }
 }

@@ -15,7 +15,7 @@ class Vocabulary;
 struct DatasetOptions {
   /// Pairs whose source or target has more than this many word tokens (or none) are dropped.
   std::size_t max_len = 12;
-  std::size_t train_size = 3000;
+  std::size_t train_size = 3000;  ///< 0: every pair that the test and dev splits leave
   std::size_t test_size = 300;
   /// Taken after the test split, so train and test match the reference for any dev size.
   std::size_t dev_size = 0;

@@ -30,9 +30,8 @@ struct DecoderOptions {
   /// The output projection reuses the embedding matrix (needs embed_size == hidden_size).
   TORCH_ARG(bool, tie_embeddings) = false;
   /// On the CPU, use the hand-differentiated kernels where they apply: the teacher-forced
-  /// LuongDecoder with one GRU layer, global dot/general attention and no dropout in training
-  /// (fused_recurrence.h), and the vocabulary projection with its cross-entropy
-  /// (linear_cross_entropy.h).
+  /// LuongDecoder with one GRU or LSTM layer and global dot/general attention (fused_recurrence.h),
+  /// and the vocabulary projection with its cross-entropy (linear_cross_entropy.h).
   TORCH_ARG(bool, fused) = true;
 };
 

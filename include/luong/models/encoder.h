@@ -21,9 +21,8 @@ struct EncoderOptions {
   TORCH_ARG(double, dropout) = 0.0;
   /// A bidirectional stack; `bridge` maps [forward; backward] (2H) back to H for outputs and state.
   TORCH_ARG(bool, bidirectional) = false;
-  /// On the CPU, run the GRU through the hand-differentiated kernel of fused_recurrence.h where the
-  /// architecture allows (one GRU layer, one direction, no dropout in training); elsewhere, and on
-  /// CUDA (cuDNN), LibTorch's module.
+  /// On the CPU, run every layer and direction through the hand-differentiated kernel of
+  /// fused_recurrence.h (GRU or LSTM); on CUDA, LibTorch's module (cuDNN).
   TORCH_ARG(bool, fused) = true;
 };
 
@@ -39,11 +38,16 @@ class EncoderImpl : public torch::nn::Cloneable<EncoderImpl> {
 
   /// src [B, S] int64 (0 = <pad>), lengths [B] int64 (CPU or device).
   EncoderOutput forward(const torch::Tensor& src, const torch::Tensor& lengths);
-  /// Whether forward() takes the fused kernel for inputs on `device` (in the current mode).
+  /// Whether forward() takes the fused kernels for inputs on `device`.
   bool uses_fused_kernel(const torch::Device& device) const;
 
   EncoderOptions options;
   torch::nn::Embedding embedding{nullptr};
+
+ private:
+  std::pair<torch::Tensor, RecurrentState> fused_sequence(const torch::Tensor& x, const torch::Tensor& lengths);
+
+ public:
   RecurrentLayers recurrent;
   torch::nn::Linear bridge{nullptr};       ///< bidirectional only: 2H -> H for outputs and hidden state
   torch::nn::Linear cell_bridge{nullptr};  ///< bidirectional LSTM only: 2H -> H for the cell state

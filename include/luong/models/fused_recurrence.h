@@ -1,7 +1,7 @@
 #pragma once
-// The two recurrences of training, each as one autograd node with a hand-written backward pass
-// through time: a single-layer GRU over a padded batch (the encoder) and the teacher-forced
-// LuongDecoder with global dot/general attention. At the notebook's sizes (hidden 64, batch 32)
+// The recurrences of training, each as one autograd node with a hand-written backward pass through
+// time: a GRU or LSTM layer over a padded batch in either direction (the encoder's layers) and the
+// teacher-forced LuongDecoder with global dot/general attention. At the notebook's sizes (hidden 64, batch 32)
 // LibTorch spends most of a training step recording and replaying ~100 tiny autograd ops per time
 // step; here each step is two or three matrix products plus plain loops, and the weight gradients
 // are one product over all steps. CPU only, float32 or float64; the module path
@@ -10,15 +10,20 @@
 
 #include <utility>
 
+#include "luong/models/recurrent.h"
+
 namespace luong::models {
 
-/// One GRU layer's parameters in nn::GRU's layout: w_ih [3H, I], w_hh [3H, H], b_ih [3H], b_hh [3H],
-/// gate rows in the order r, z, n.
-struct GruWeights {
+/// One layer and direction's parameters in nn::GRU / nn::LSTM's layout: w_ih [G H, I], w_hh [G H, H],
+/// b_ih [G H], b_hh [G H], gate rows r | z | n (GRU, G = 3) or i | f | g | o (LSTM, G = 4).
+struct CellWeights {
   torch::Tensor w_ih, w_hh, b_ih, b_hh;
   /// The first layer (forward direction) of `gru`.
-  static GruWeights of(torch::nn::GRU& gru);
+  static CellWeights of(torch::nn::GRU& gru);
+  /// Layer `layer`, direction `direction` (0 forward, 1 backward) of a stack.
+  static CellWeights of(const RecurrentLayers& layers, int64_t layer, int64_t direction);
 };
+using GruWeights = CellWeights;
 
 /// nn::GRU (one layer, one direction, zero initial state) over a packed sequence, on a padded batch:
 /// x [B, S, I], lengths [B] int64 (1 <= lengths[b] <= S) -> outputs [B, S, H], zero past each
@@ -26,16 +31,31 @@ struct GruWeights {
 std::pair<torch::Tensor, torch::Tensor> fused_gru_sequence(const torch::Tensor& x, const torch::Tensor& lengths,
                                                            const GruWeights& gru);
 
-/// The LuongDecoder's teacher-forced recurrence with global attention:
-///   h_t = GRU([e_t; h~_{t-1}], h_{t-1}),  h~_0 = 0
+struct FusedLayerOutput {
+  torch::Tensor outputs;  ///< [B, S, H], zero past each length
+  torch::Tensor hidden;   ///< [B, H]: the state after the direction's last real token
+  torch::Tensor cell;     ///< [B, H] for LSTM, undefined for GRU
+};
+
+/// One GRU or LSTM layer in one direction over a padded batch, as nn.GRU / nn.LSTM computes it over a
+/// packed sequence: x [B, S, I], lengths [B] int64 (1 <= lengths[b] <= S). `reverse` runs each
+/// sequence from its own last token back to its first, from a zero state (a bidirectional stack's
+/// backward direction). One autograd node; the input projection and the weight gradients are one
+/// product over all steps.
+FusedLayerOutput fused_recurrent_layer(const torch::Tensor& x, const torch::Tensor& lengths, const CellWeights& weights,
+                                       bool lstm, bool reverse);
+
+/// The LuongDecoder's teacher-forced recurrence with global attention, one GRU or LSTM layer:
+///   h_t = RNN([e_t; h~_{t-1}], h_{t-1}),  h~_0 = 0
 ///   a_t = softmax over j < src_lengths[b] of scale * keys[b, j] . h_t
-///   h~_t = tanh(Wc [sum_j a_tj values[b, j]; h_t] + bc)
-/// embedded [B, T, E], h0 [B, H], keys and values [B, S, H] (the same tensor for dot scores),
-/// src_lengths [B] int64, gru over inputs of size E + H, wc_weight [H, 2H], wc_bias [H]
-/// -> h~ for every step [B, T, H].
-torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0,
+///   h~_t = tanh(Wc [sum_j a_tj values[b, j]; h_t] + bc) * mask_t   (mask: dropout, scaled; or none)
+/// embedded [B, T, E], h0 (and c0 for LSTM) [B, H], keys and values [B, S, H] (the same tensor for
+/// dot scores), src_lengths [B] int64, the cell over inputs of size E + H, wc_weight [H, 2H],
+/// wc_bias [H], dropout_mask [B, T, H] or undefined -> h~ for every step [B, T, H].
+torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0, const torch::Tensor& c0,
                                          const torch::Tensor& keys, const torch::Tensor& values,
-                                         const torch::Tensor& src_lengths, const GruWeights& gru,
-                                         const torch::Tensor& wc_weight, const torch::Tensor& wc_bias, double scale);
+                                         const torch::Tensor& src_lengths, const CellWeights& cell, bool lstm,
+                                         const torch::Tensor& wc_weight, const torch::Tensor& wc_bias, double scale,
+                                         const torch::Tensor& dropout_mask = {});
 
 }  // namespace luong::models

@@ -35,7 +35,7 @@ enum class Schedule { kConstant, kHalveAfter, kInverseSqrt, kPlateau };
   X(bool, reverse, false, "reverse", "data", "translate Arabic -> English", ::luong::options::kAnyValue, kFixed)   \
   X(std::int64_t, max_len, 12, "max-len", "data", "longest sentence kept, in words",                              \
     ::luong::options::closed(1, 1000), kFixed)                                                                     \
-  X(std::int64_t, train_size, 3000, "train-size", "data", "training pairs", ::luong::options::closed(1, 1e8),      \
+  X(std::int64_t, train_size, 3000, "train-size", "data", "training pairs (0 = every pair not in the test or dev split)", ::luong::options::closed(0, 1e8),      \
     kFixed)                                                                                                        \
   X(std::int64_t, test_size, 300, "test-size", "data", "test pairs", ::luong::options::closed(0, 1e8), kFixed)     \
   X(std::int64_t, dev_size, 300, "dev-size", "data", "dev pairs (dev loss, BLEU, early stopping)",                 \
