@@ -10,19 +10,25 @@ run=$(realpath "$1")
 repeat=${2:-10}
 threads=${3:-2}
 luong=$(realpath "${4:-build/luong}")
+python=${LUONG_BENCH_PYTHON:-$PWD/.venv/bin/python}   # the torch that luong links (not realpath: a venv's python is a symlink)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cut -f1 "$run/test.tsv" > "$work/test.src"
 for ((i = 0; i < repeat; i++)); do cat "$work/test.src"; done > "$work/src"
 n=$(wc -l < "$work/src")
 
-OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/reference_greedy.py "$run" "$threads" < "$work/test.src" > "$work/py.txt" 2> "$work/py.log"
+"$python" bench/reference_greedy.py "$run" "$threads" < "$work/test.src" > "$work/py.txt" 2> "$work/py.log"
 "$luong" translate --model "$run" --threads "$threads" < "$work/test.src" > "$work/cpp.txt"
-same=$(paste -d'\t' "$work/py.txt" "$work/cpp.txt" | awk -F'\t' '$1 == $2' | wc -l)
+# luong's output is detokenised and truecased; compare both as the notebook's tokens.
+same=$("$python" -c '
+import re, sys
+tokens = lambda line: re.findall(r"[\w'"'"']+|[^\w\s]", line.lower())
+py, cpp = (open(f, encoding="utf-8").read().split("\n") for f in sys.argv[1:3])
+print(sum(tokens(a) == tokens(b) for a, b in zip(py, cpp) if a or b))' "$work/py.txt" "$work/cpp.txt")
 echo "greedy translations identical to Python's: $same of $(wc -l < "$work/test.src")"
 
 timed() { local t0 t1; t0=$(date +%s.%N); "$@" > /dev/null; t1=$(date +%s.%N); echo "$t1 - $t0" | bc; }
-OPENBLAS_NUM_THREADS=1 /usr/bin/python3 bench/reference_greedy.py "$run" "$threads" < "$work/src" > /dev/null 2> "$work/py.log"
+"$python" bench/reference_greedy.py "$run" "$threads" < "$work/src" > /dev/null 2> "$work/py.log"
 py=$(sed -nE 's/.* ([0-9]+) sentences\/s/\1/p' "$work/py.log")
 # luong twice: its own --stats line times the translation as Python's loop is timed (tokenising,
 # search, detokenising; after loading), and the wall clock of the whole process adds start-up

@@ -11,11 +11,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 luong=$(realpath "${1:-build/luong}")
+python=${LUONG_BENCH_PYTHON:-$PWD/.venv/bin/python}   # the torch that luong links (not realpath: a venv's python is a symlink)
 corpus=$(realpath ../shared/data/tatoeba-ara-eng/ara-eng.tsv)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-peak=$(OPENBLAS_NUM_THREADS=1 /usr/bin/python3 - <<'PY'
+peak=$("$python" - <<'PY'
 import time, torch
 torch.set_num_threads(2)
 a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
@@ -26,7 +27,7 @@ print(f"{5 * 2 * 2048**3 / (time.perf_counter() - t) / 1e9:.1f}")
 PY
 )
 # Average lengths (with <eos>) of the training split, from the reference's own loader.
-read -r src tgt < <(cd ../shared/reference && /usr/bin/python3 -c "
+read -r src tgt < <(cd ../shared/reference && "$python" -c "
 import seq2seq_reference as r
 train, _ = r.load_pairs('$corpus', 12, 3000, 300, 0)
 print(sum(len(e) + 1 for e, _ in train) / len(train), sum(len(a) + 1 for _, a in train) / len(train))")
