@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "luong/data_pipeline/vocabulary.h"
+#include "luong/evaluation/best_continuations.h"
 #include "luong/models/row_exponentials.h"
 #include "luong/util/error.h"
 
@@ -106,6 +107,46 @@ std::pair<torch::Tensor, torch::Tensor> most_likely(torch::Tensor logits, bool l
     });
   });
   return {index, sums.log().neg_()};  // log softmax at the maximum: -log sum_j exp(x_j - max)
+}
+
+// Each sentence's `count` best continuations, best first, for rows [sentences * beams, V] of scores
+// (logits, or log-probabilities when `log_probs`) and each row's log-probability so far (-inf for an
+// unused row): values [sentences, count] (double: base + log-probability) and indices [sentences,
+// count] into the sentence's beams x vocabulary, on the CPU. There, the log-softmax's normalisers and
+// then one read of the scores (evaluation/best_continuations.h); on other devices LibTorch's
+// log_softmax, conversion, sum and top-k.
+std::pair<torch::Tensor, torch::Tensor> top_continuations(const torch::Tensor& scores, bool log_probs,
+                                                          const std::vector<double>& base, int64_t beams, int64_t count) {
+  const int64_t rows = scores.size(0), vocab = scores.size(1), sentences = rows / beams;
+  const auto type = scores.scalar_type();
+  if (!scores.device().is_cpu() || !(type == torch::kFloat || type == torch::kDouble)) {
+    const torch::Tensor lp = (log_probs ? scores : torch::log_softmax(scores, 1)).to(torch::kDouble);
+    const torch::Tensor totals = (lp + torch::tensor(base, lp.options()).unsqueeze(1)).view({sentences, beams * vocab});
+    const auto [values, indices] = totals.topk(count, 1);
+    return {values.to(torch::kCPU).contiguous(), indices.to(torch::kCPU).contiguous()};
+  }
+  const torch::Tensor x = scores.contiguous();
+  torch::Tensor values = torch::empty({sentences, count}, torch::kDouble);
+  torch::Tensor indices = torch::empty({sentences, count}, torch::kLong);
+  torch::Tensor maxima, log_sums;
+  if (!log_probs) {
+    maxima = torch::empty({rows}, x.options());
+    log_sums = torch::empty({rows}, x.options());
+  }
+  AT_DISPATCH_FLOATING_TYPES(type, "top_continuations", [&] {
+    const scalar_t* data = x.data_ptr<scalar_t>();
+    scalar_t* row_maxima = log_probs ? nullptr : maxima.data_ptr<scalar_t>();
+    scalar_t* row_log_sums = log_probs ? nullptr : log_sums.data_ptr<scalar_t>();
+    at::parallel_for(0, sentences, 4, [&](int64_t first, int64_t last) {
+      if (!log_probs) {
+        models::log_sum_exponentials(data + first * beams * vocab, (last - first) * beams, vocab, vocab,
+                                     row_maxima + first * beams, row_log_sums + first * beams);
+      }
+      evaluation::best_continuations(data, base.data(), beams, vocab, count, first, last, values.data_ptr<double>(),
+                                     indices.data_ptr<int64_t>(), row_maxima, row_log_sums);
+    });
+  });
+  return {values, indices};
 }
 
 // Rows leave the batch as soon as they produce <eos> or reach their limit: the vocabulary
@@ -222,44 +263,46 @@ std::vector<std::vector<Hypothesis>> beam_batch(Scorer& scorer, const torch::Ten
   const std::vector<int64_t> limits = length_limits(cpu_lengths, options);
   const auto long_options = torch::TensorOptions().dtype(torch::kLong).device(scorer.device());
   std::vector<Sentence> sentences(static_cast<std::size_t>(batch));
-  std::vector<int64_t> expand;  // K rows per sentence, all from its encoder row
   for (int64_t b = 0; b < batch; ++b) {
     Sentence& s = sentences[static_cast<std::size_t>(b)];
     s.index = b;
     s.source_length = cpu_lengths[b].item<int64_t>();
     s.limit = limits[static_cast<std::size_t>(b)];
     s.beams.resize(1);
-    for (int64_t j = 0; j < k; ++j) expand.push_back(b);
   }
-  Scorer::State state = scorer.start(src, lengths).index_select(torch::tensor(expand, long_options), true);
-  std::vector<Sentence*> live;  // sentences in the batch, K rows each
+  // The first step runs once per sentence: its K rows would all be the same encoder row and <sos>.
+  // Each sentence then has K rows, all from its encoder row, until it leaves the batch.
+  Scorer::State state = scorer.start(src, lengths);
+  std::vector<Sentence*> live;  // sentences in the batch, `beams` rows each
   for (auto& s : sentences) live.push_back(&s);
   const bool track_coverage = options.coverage > 0;
   torch::Tensor coverage;  // [rows, S] attention received so far (GNMT)
   for (int64_t t = 0; !live.empty(); ++t) {
-    const auto rows = static_cast<int64_t>(live.size()) * k;
+    const int64_t beams = t == 0 ? 1 : k;
+    const auto rows = static_cast<int64_t>(live.size()) * beams;
     std::vector<int64_t> previous(static_cast<std::size_t>(rows), Vocabulary::kSos);
     std::vector<double> base(static_cast<std::size_t>(rows), kMinusInfinity);
     std::vector<const std::vector<int64_t>*> row_tokens(static_cast<std::size_t>(rows), nullptr);
     for (std::size_t s = 0; s < live.size(); ++s) {
       for (std::size_t j = 0; j < live[s]->beams.size(); ++j) {
         const Beam& beam = live[s]->beams[j];
-        const std::size_t row = s * static_cast<std::size_t>(k) + j;
+        const std::size_t row = s * static_cast<std::size_t>(beams) + j;
         previous[row] = beam.tokens.empty() ? Vocabulary::kSos : beam.tokens.back();
         base[row] = beam.log_prob;
         row_tokens[row] = &beam.tokens;
       }
     }
     Scorer::Step step = scorer.step(torch::tensor(previous, long_options), state, t);
-    torch::Tensor log_probs = step.log_probs ? step.scores : torch::log_softmax(step.scores, 1);
-    log_probs = log_probs.to(torch::kDouble);
-    block_repeats(log_probs, row_tokens, options.block_ngram);
-    const int64_t vocab = log_probs.size(1);
-    const torch::Tensor totals = (log_probs + torch::tensor(base, log_probs.options()).unsqueeze(1)).view({-1, k * vocab});
-    const int64_t candidates = std::min<int64_t>(2 * k, k * vocab);
-    const auto [top_values, top_indices] = totals.topk(candidates, 1);
-    const torch::Tensor values_cpu = top_values.to(torch::kCPU).contiguous();
-    const torch::Tensor indices_cpu = top_indices.to(torch::kCPU).contiguous();
+    torch::Tensor scores = step.scores;
+    bool log_probs = step.log_probs;
+    if (options.block_ngram > 0) {  // blocked after normalising, so the others keep their probabilities
+      if (!log_probs) scores = torch::log_softmax(scores, 1);
+      log_probs = true;
+      block_repeats(scores, row_tokens, options.block_ngram);
+    }
+    const int64_t vocab = scores.size(1);
+    const int64_t candidates = std::min<int64_t>(2 * k, beams * vocab);
+    const auto [values_cpu, indices_cpu] = top_continuations(scores, log_probs, base, beams, candidates);
     const bool keep = options.keep_attention;
     const torch::Tensor weights_cpu = keep ? step.weights.to(torch::kCPU, torch::kFloat) : torch::Tensor();
     const torch::Tensor positions_cpu = keep && step.positions.defined() ? step.positions.to(torch::kCPU, torch::kFloat)
@@ -282,7 +325,7 @@ std::vector<std::vector<Hypothesis>> beam_batch(Scorer& scorer, const torch::Ten
       for (int64_t c = 0; c < candidates && static_cast<int64_t>(next.size()) < k; ++c) {
         if (values[c] == kMinusInfinity) break;
         const int64_t from = indices[c] / vocab, token = indices[c] % vocab;
-        const int64_t row = static_cast<int64_t>(s) * k + from;
+        const int64_t row = static_cast<int64_t>(s) * beams + from;
         Beam beam = sentence.beams[static_cast<std::size_t>(from)];
         beam.log_prob = values[c];
         if (keep) {
@@ -321,9 +364,9 @@ std::vector<std::vector<Hypothesis>> beam_batch(Scorer& scorer, const torch::Ten
     if (live.empty()) break;
     const torch::Tensor index = torch::tensor(next_rows, long_options);
     // Rows stay inside their sentence's block of K, whose memories are all its encoder row: they
-    // need reselecting only when sentences left the batch.
+    // need reselecting only after the first step and when sentences left the batch.
     const bool sentences_left = static_cast<int64_t>(next_rows.size()) != rows;
-    state = step.state.index_select(index, sentences_left);
+    state = step.state.index_select(index, t == 0 || sentences_left);
     if (track_coverage) coverage = stepped_coverage.index_select(0, index);
   }
   std::vector<std::vector<Hypothesis>> out;

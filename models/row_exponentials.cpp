@@ -2,6 +2,7 @@
 
 #include "luong/util/target_clones.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -37,61 +38,98 @@ template <typename T>
   }
 }
 
+// The row's maximum, and (when `column` is not null) the first column holding it.
 template <typename T>
-[[gnu::always_inline]] inline void exponentiate_rows_impl(T* x, int64_t rows, int64_t cols, int64_t stride, T* maxima,
-                                                          T* sums, int64_t* argmax) {
+[[gnu::always_inline]] inline T row_maximum(const T* row, int64_t cols, int64_t* column_out) {
   using V = typename Lanes<T>::type;
   using I = typename Lanes<T>::index;
   using J = typename Lanes<T>::lane_index;
   constexpr int64_t kWidth = sizeof(V) / sizeof(T);
-  for (int64_t r = 0; r < rows; ++r) {
-    T* row = x + r * stride;
-    // The maximum, and per lane the first column holding that lane's maximum.
-    int64_t c = 0;
-    T top = row[0];
-    int64_t top_column = 0;
-    if (cols >= kWidth) {
-      V lane_max;
-      std::memcpy(&lane_max, row, sizeof lane_max);
-      I lane_column, column;
-      for (int64_t i = 0; i < kWidth; ++i) column[i] = static_cast<J>(i);
-      lane_column = column;
-      for (c = kWidth; c + kWidth <= cols; c += kWidth) {
-        V v;
-        std::memcpy(&v, row + c, sizeof v);
-        column += static_cast<J>(kWidth);
-        const I greater = v > lane_max;
-        lane_max = greater ? v : lane_max;
-        lane_column = greater ? column : lane_column;
-      }
-      top = lane_max[0];
-      top_column = lane_column[0];
-      for (int64_t i = 1; i < kWidth; ++i) {
-        if (lane_max[i] > top || (lane_max[i] == top && lane_column[i] < top_column)) {
-          top = lane_max[i];
-          top_column = lane_column[i];
-        }
-      }
-    }
-    for (; c < cols; ++c) {
-      if (row[c] > top) {
-        top = row[c];
-        top_column = c;
-      }
-    }
-    maxima[r] = top;
-    if (argmax != nullptr) argmax[r] = top_column;
-    for (c = 0; c < cols; ++c) row[c] = exponential<T>(row[c] - top);
-    V lane_sum = {};
-    for (c = 0; c + kWidth <= cols; c += kWidth) {
+  // Per lane the maximum and the first column holding that lane's maximum.
+  int64_t c = 0;
+  T top = row[0];
+  int64_t top_column = 0;
+  if (cols >= kWidth) {
+    V lane_max;
+    std::memcpy(&lane_max, row, sizeof lane_max);
+    I lane_column, column;
+    for (int64_t i = 0; i < kWidth; ++i) column[i] = static_cast<J>(i);
+    lane_column = column;
+    for (c = kWidth; c + kWidth <= cols; c += kWidth) {
       V v;
       std::memcpy(&v, row + c, sizeof v);
-      lane_sum += v;
+      column += static_cast<J>(kWidth);
+      const I greater = v > lane_max;
+      lane_max = greater ? v : lane_max;
+      lane_column = greater ? column : lane_column;
     }
+    top = lane_max[0];
+    top_column = lane_column[0];
+    for (int64_t i = 1; i < kWidth; ++i) {
+      if (lane_max[i] > top || (lane_max[i] == top && lane_column[i] < top_column)) {
+        top = lane_max[i];
+        top_column = lane_column[i];
+      }
+    }
+  }
+  for (; c < cols; ++c) {
+    if (row[c] > top) {
+      top = row[c];
+      top_column = c;
+    }
+  }
+  if (column_out != nullptr) *column_out = top_column;
+  return top;
+}
+
+// The sum of x[0..n), lane by lane and then across the lanes.
+template <typename T>
+[[gnu::always_inline]] inline T lane_sum(const T* x, int64_t n) {
+  using V = typename Lanes<T>::type;
+  constexpr int64_t kWidth = sizeof(V) / sizeof(T);
+  V lanes = {};
+  int64_t c = 0;
+  for (; c + kWidth <= n; c += kWidth) {
+    V v;
+    std::memcpy(&v, x + c, sizeof v);
+    lanes += v;
+  }
+  T sum = 0;
+  for (int64_t i = 0; i < kWidth; ++i) sum += lanes[i];
+  for (; c < n; ++c) sum += x[c];
+  return sum;
+}
+
+template <typename T>
+[[gnu::always_inline]] inline void exponentiate_rows_impl(T* x, int64_t rows, int64_t cols, int64_t stride, T* maxima,
+                                                          T* sums, int64_t* argmax) {
+  for (int64_t r = 0; r < rows; ++r) {
+    T* row = x + r * stride;
+    const T top = row_maximum(row, cols, argmax != nullptr ? argmax + r : nullptr);
+    maxima[r] = top;
+    for (int64_t c = 0; c < cols; ++c) row[c] = exponential<T>(row[c] - top);
+    sums[r] = lane_sum(row, cols);
+  }
+}
+
+// As exponentiate_rows, leaving x as it is: the exponentials go through a block on the stack (in L1),
+// where the same loop vectorises, and are summed from there.
+template <typename T>
+[[gnu::always_inline]] inline void log_sum_exponentials_impl(const T* x, int64_t rows, int64_t cols, int64_t stride,
+                                                             T* maxima, T* log_sums) {
+  constexpr int64_t kBlock = 512;
+  alignas(64) T block[kBlock];
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = x + r * stride;
+    const T top = row_maximum(row, cols, nullptr);
     T sum = 0;
-    for (int64_t i = 0; i < kWidth; ++i) sum += lane_sum[i];
-    for (; c < cols; ++c) sum += row[c];
-    sums[r] = sum;
+    for (int64_t begin = 0; begin < cols; begin += kBlock) {
+      const int64_t n = cols - begin < kBlock ? cols - begin : kBlock;
+      for (int64_t c = 0; c < n; ++c) block[c] = exponential<T>(row[begin + c] - top);
+      sum += lane_sum(block, n);
+    }
+    maxima[r] = top;
+    log_sums[r] = std::log(sum);
   }
 }
 
@@ -107,6 +145,20 @@ LUONG_ROW_CLONES void exponentiate_rows(float* x, int64_t rows, int64_t cols, in
 LUONG_ROW_CLONES void exponentiate_rows(double* x, int64_t rows, int64_t cols, int64_t stride, double* maxima,
                                         double* sums, int64_t* argmax) {
   exponentiate_rows_impl(x, rows, cols, stride, maxima, sums, argmax);
+}
+
+}  // namespace luong::models
+
+namespace luong::models {
+
+LUONG_ROW_CLONES void log_sum_exponentials(const float* x, int64_t rows, int64_t cols, int64_t stride, float* maxima,
+                                           float* log_sums) {
+  log_sum_exponentials_impl(x, rows, cols, stride, maxima, log_sums);
+}
+
+LUONG_ROW_CLONES void log_sum_exponentials(const double* x, int64_t rows, int64_t cols, int64_t stride, double* maxima,
+                                           double* log_sums) {
+  log_sum_exponentials_impl(x, rows, cols, stride, maxima, log_sums);
 }
 
 }  // namespace luong::models

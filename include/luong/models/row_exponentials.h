@@ -16,4 +16,10 @@ void exponentiate_rows(float* x, int64_t rows, int64_t cols, int64_t stride, flo
 void exponentiate_rows(double* x, int64_t rows, int64_t cols, int64_t stride, double* maxima, double* sums,
                        int64_t* argmax);
 
+/// The same maxima, and log(sum) of each row's exponentials, leaving x unchanged: log-softmax is then
+/// (x - maximum) - log_sum, as LibTorch computes it (beam search's selection, which reads x once more).
+void log_sum_exponentials(const float* x, int64_t rows, int64_t cols, int64_t stride, float* maxima, float* log_sums);
+void log_sum_exponentials(const double* x, int64_t rows, int64_t cols, int64_t stride, double* maxima,
+                          double* log_sums);
+
 }  // namespace luong::models

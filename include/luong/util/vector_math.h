@@ -35,7 +35,8 @@ namespace luong {
   std::memcpy(&bits, &shifted, sizeof bits);
   // The low 32 mantissa bits of `shifted` hold k (two's complement), since 2^51 = 0 mod 2^32.
   const std::int64_t k_int = static_cast<std::int32_t>(static_cast<std::uint32_t>(bits));
-  const std::int64_t exponent = (k_int + 1023) << 52;
+  // Unsigned: for NaN or infinite x, k_int + 1023 may be negative, and shifting it would be undefined.
+  const std::uint64_t exponent = static_cast<std::uint64_t>(k_int + 1023) << 52;
   double scale;
   std::memcpy(&scale, &exponent, sizeof scale);
   return x < -708.0 ? 0.0 : p * scale;
@@ -50,7 +51,8 @@ namespace luong {
   constexpr float kLn2Lo = -2.12194440e-4f;
   const float clamped = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
   constexpr float kShifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float k = (clamped * kLog2e + kShifter) - kShifter;
+  const float shifted = clamped * kLog2e + kShifter;
+  const float k = shifted - kShifter;
   const float r = (clamped - k * kLn2Hi) - k * kLn2Lo;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -59,7 +61,11 @@ namespace luong {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * (r * r) + r + 1.0f;
-  const std::int32_t exponent = (static_cast<std::int32_t>(k) + 127) << 23;
+  // shifted = 1.5 * 2^23 + k, so its bits less those of 1.5 * 2^23 are k (two's complement): no
+  // float -> int conversion, and unsigned arithmetic, both defined for a NaN x.
+  std::uint32_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  const std::uint32_t exponent = (bits - 0x4B400000u + 127u) << 23;
   float scale;
   std::memcpy(&scale, &exponent, sizeof scale);
   return x < -87.0f ? 0.0f : p * scale;
