@@ -32,7 +32,7 @@ import seq2seq_reference as r
 train, _ = r.load_pairs('$corpus', 12, 3000, 300, 0)
 print(sum(len(e) + 1 for e, _ in train) / len(train), sum(len(a) + 1 for _, a in train) / len(train))")
 echo "training split: $src source and $tgt target tokens per sentence (with <eos>)"
-echo "sgemm 2048x2048 through the same LibTorch/OpenBLAS, 2 threads: $peak GFLOP/s"
+echo "sgemm 2048x2048 through the same LibTorch (its BLAS), 2 threads: $peak GFLOP/s"
 echo
 echo "| batch | hidden | target tok/s | GFLOP/s (est.) | % of sgemm |"
 echo "|---|---|---|---|---|"
