@@ -28,6 +28,10 @@ T admission_limit(double threshold, double base) {
   if constexpr (sizeof(T) == sizeof(double)) {
     return limit;
   } else {
+    // A double beyond float's range has no float to convert to (undefined): clamp first.
+    constexpr double kLargest = std::numeric_limits<float>::max();
+    if (limit < -kLargest) return -std::numeric_limits<float>::infinity();
+    if (limit > kLargest) return std::numeric_limits<float>::max();
     float rounded = static_cast<float>(limit);
     rounded = std::nextafter(rounded, -std::numeric_limits<float>::infinity());
     return std::nextafter(rounded, -std::numeric_limits<float>::infinity());
@@ -63,6 +67,7 @@ template <typename T>
                                                            const T* maxima, const T* log_sums) {
   using V = typename Lanes<T>::type;
   constexpr int64_t kWidth = sizeof(V) / sizeof(T);
+  if (count <= 0) return;
   for (int64_t s = first_sentence; s < last_sentence; ++s) {
     Best best{values + s * count, indices + s * count, count};
     for (int64_t beam = 0; beam < beams; ++beam) {
