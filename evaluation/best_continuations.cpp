@@ -5,16 +5,12 @@
 #include <limits>
 
 #include "luong/util/target_clones.h"
+#include "luong/util/vector_lanes.h"
 
 namespace luong::evaluation {
 namespace {
 
 constexpr double kMinusInfinity = -std::numeric_limits<double>::infinity();
-
-template <typename T>
-struct Lanes {
-  typedef T type __attribute__((vector_size(32)));
-};
 
 // A value of T below which no element of a row can beat `threshold` once `base` is added in double:
 // the threshold less base, less a margin for double's rounding of the sum, rounded down to T. The

@@ -6,28 +6,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include "luong/util/vector_lanes.h"
 #include "luong/util/vector_math.h"
 
 namespace luong::models {
 namespace {
-
-// 32 bytes of T as one GCC vector (one ymm with AVX2, half a zmm, two xmm with SSE2): the maximum
-// and the sum keep one partial result per lane, which GCC will not do for a plain float loop
-// without -ffast-math.
-template <typename T>
-struct Lanes;
-template <>
-struct Lanes<float> {
-  typedef float type __attribute__((vector_size(32)));
-  typedef std::int32_t lane_index;
-  typedef lane_index index __attribute__((vector_size(32)));  // what a comparison of `type` gives
-};
-template <>
-struct Lanes<double> {
-  typedef double type __attribute__((vector_size(32)));
-  typedef std::int64_t lane_index;
-  typedef lane_index index __attribute__((vector_size(32)));
-};
 
 template <typename T>
 [[gnu::always_inline]] inline T exponential(T x) {
