@@ -51,6 +51,11 @@ torch::Tensor DecoderInterface::token_losses(const torch::Tensor& features, cons
 
 namespace {
 
+// Inverted dropout's mask (1 / (1 - p) or 0) of `shape`, in `like`'s dtype and device.
+torch::Tensor dropout_mask(const torch::Tensor& like, std::vector<int64_t> shape, double p) {
+  return torch::empty(shape, like.options()).bernoulli_(1 - p).div_(1 - p);
+}
+
 void register_common(DecoderInterface& decoder, const DecoderOptions& o, std::shared_ptr<AttentionImpl>& attention) {
   decoder.embedding = decoder.register_module(
       "embedding", torch::nn::Embedding(torch::nn::EmbeddingOptions(o.vocab_size(), o.embed_size()).padding_idx(0)));
@@ -68,7 +73,37 @@ void register_output(DecoderInterface& decoder, const DecoderOptions& o) {
       "fc", OutputLayer(o.hidden_size(), o.vocab_size(), o.tie_embeddings() ? decoder.embedding : nullptr));
 }
 
+// What both decoders' fused kernels take besides their own inputs: the cells bottom first, the
+// attention's scale, and (training with dropout) the dropout masks between layers [L - 1, B, T, H],
+// drawn here.
+struct FusedStack {
+  std::vector<CellWeights> cells;
+  torch::Tensor between;
+  double scale = 1.0;
+  bool lstm = false;
+};
+
+FusedStack fused_stack(const DecoderInterface& decoder, const torch::Tensor& embedded, bool training) {
+  const DecoderOptions& o = decoder.decoder_options();
+  FusedStack stack;
+  for (int64_t l = 0; l < o.layers(); ++l) stack.cells.push_back(CellWeights::of(decoder.recurrent, l, 0));
+  stack.scale = o.attention().scale ? 1.0 / std::sqrt(static_cast<double>(o.hidden_size())) : 1.0;
+  stack.lstm = o.cell() == CellKind::kLstm;
+  if (o.dropout() > 0 && training && o.layers() > 1) {
+    stack.between = dropout_mask(embedded, {o.layers() - 1, embedded.size(0), embedded.size(1), o.hidden_size()},
+                                 o.dropout());
+  }
+  return stack;
+}
+
 }  // namespace
+
+bool DecoderInterface::uses_fused_kernel(const torch::Device& device) const {
+  const DecoderOptions& o = decoder_options();
+  const AttentionConfig& a = o.attention();
+  return o.fused() && device.is_cpu() && a.kind == AttentionKind::kGlobal &&
+         (a.score == ScoreKind::kDot || a.score == ScoreKind::kGeneral);
+}
 
 // ---- the notebook's Decoder ----------------------------------------------------------------------
 
@@ -88,6 +123,21 @@ DecoderStep DecoderImpl::step(const torch::Tensor& previous_word, const DecoderS
   RecurrentState next = recurrent.step(input, state.recurrent, is_training());
   const torch::Tensor features = maybe_dropout(next.hidden[-1], p, is_training());
   return {features, attended.weights, attended.positions, {std::move(next), {}}};
+}
+
+TeacherForced DecoderImpl::teacher_forced(const torch::Tensor& dec_in, const DecoderState& state,
+                                          const AttentionMemory& memory, bool keep_weights) {
+  if (keep_weights || !uses_fused_kernel(dec_in.device())) {
+    return DecoderInterface::teacher_forced(dec_in, state, memory, keep_weights);
+  }
+  const double p = options.dropout();
+  const torch::Tensor embedded = maybe_dropout(embedding(dec_in), p, is_training());
+  const FusedStack stack = fused_stack(*this, embedded, is_training());
+  const RecurrentState& r = state.recurrent;
+  const torch::Tensor top = fused_bahdanau_teacher_forced(embedded, r.hidden, stack.lstm ? r.cell : torch::Tensor(),
+                                                          memory.keys, memory.encoder_outputs, memory.lengths,
+                                                          stack.cells, stack.lstm, stack.scale, stack.between);
+  return {maybe_dropout(top, p, is_training()), {}};
 }
 
 // ---- the notebook's LuongDecoder -----------------------------------------------------------------
@@ -117,32 +167,22 @@ DecoderStep LuongDecoderImpl::step(const torch::Tensor& previous_word, const Dec
   return {attentional, attended.weights, attended.positions, {std::move(next), attentional}};
 }
 
-bool LuongDecoderImpl::uses_fused_kernel(const torch::Device& device) const {
-  const AttentionConfig& a = options.attention();
-  return options.fused() && device.is_cpu() && options.layers() == 1 && a.kind == AttentionKind::kGlobal &&
-         (a.score == ScoreKind::kDot || a.score == ScoreKind::kGeneral);
-}
-
 TeacherForced LuongDecoderImpl::teacher_forced(const torch::Tensor& dec_in, const DecoderState& state,
                                                const AttentionMemory& memory, bool keep_weights) {
   if (keep_weights || !uses_fused_kernel(dec_in.device())) {
     return DecoderInterface::teacher_forced(dec_in, state, memory, keep_weights);
   }
-  const double scale = options.attention().scale ? 1.0 / std::sqrt(static_cast<double>(options.hidden_size())) : 1.0;
   const double p = options.dropout();
   const torch::Tensor embedded = maybe_dropout(embedding(dec_in), p, is_training());
+  const FusedStack stack = fused_stack(*this, embedded, is_training());
   // The dropout on h~ is drawn here and applied inside the kernel (it feeds the next step too).
-  torch::Tensor mask;
-  if (p > 0 && is_training()) {
-    mask = torch::empty({dec_in.size(0), dec_in.size(1), options.hidden_size()}, embedded.options())
-               .bernoulli_(1 - p)
-               .div_(1 - p);
-  }
-  const bool lstm = options.cell() == CellKind::kLstm;
+  const torch::Tensor mask = p > 0 && is_training()
+                                 ? dropout_mask(embedded, {dec_in.size(0), dec_in.size(1), options.hidden_size()}, p)
+                                 : torch::Tensor();
   const RecurrentState& r = state.recurrent;
-  return {fused_luong_teacher_forced(embedded, r.hidden[0], lstm ? r.cell[0] : torch::Tensor(), memory.keys,
-                                     memory.encoder_outputs, memory.lengths, CellWeights::of(recurrent, 0, 0), lstm,
-                                     Wc->weight, Wc->bias, scale, mask),
+  return {fused_luong_teacher_forced(embedded, r.hidden, stack.lstm ? r.cell : torch::Tensor(), memory.keys,
+                                     memory.encoder_outputs, memory.lengths, stack.cells, stack.lstm, Wc->weight,
+                                     Wc->bias, stack.scale, mask, stack.between),
           {}};
 }
 

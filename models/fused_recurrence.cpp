@@ -454,62 +454,219 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
   }
 };
 
-// ---- the teacher-forced LuongDecoder ------------------------------------------------------------
+// ---- the teacher-forced decoders ------------------------------------------------------------------
 
-// GRU (saved r|z|n|W_hn h + b_hn) or LSTM (saved i|f|g|o|tanh c', and the cell states), and an
-// optional dropout mask on h~ (the paper's dropout on the attentional vector, which feeds both the
-// output layer and the next step): the features are h~ * mask, and the unmasked tanh is kept.
+// The stacked cells that both decoders' kernels run, L GRU or LSTM layers: per layer the states
+// h_0 .. h_T [T + 1, B, H] (and the cells), the saved gate values [T, B, Z H] (GRU r|z|n|W_hn h + b_hn,
+// LSTM i|f|g|o|tanh c'), and the inputs of the layers above [T, B, H]: the outputs of the layer below,
+// times the dropout mask between layers (what nn.GRU/nn.LSTM's dropout does) or those outputs
+// themselves. The decoder's kernel feeds layer 0 and reads the top layer.
+// cell_weights: w_ih, w_hh, b_ih, b_hh per layer, bottom first.
+struct DecoderStack {
+  int64_t L = 0, T = 0, B = 0, H = 0, G = 0, Z = 0;
+  bool lstm = false, masked_between = false;
+  std::vector<torch::Tensor> weights;                 // as given, for the weight gradients
+  std::vector<torch::Tensor> w_ih, w_hh, b_ih, b_hh;  // detached, per layer (once: a step is microseconds)
+  std::vector<torch::Tensor> w_ih_t, w_hh_t;          // their transposes
+  std::vector<torch::Tensor> states, cells, saved, inputs;
+  torch::Tensor between;                              // [L - 1, T, B, H] or empty
+
+  DecoderStack(at::TensorList cell_weights, const torch::Tensor& h0, const torch::Tensor& c0,
+               const torch::Tensor& between_mask, int64_t steps, bool is_lstm) {
+    weights = cell_weights.vec();
+    L = static_cast<int64_t>(weights.size()) / 4;
+    TORCH_CHECK(L >= 1 && static_cast<int64_t>(weights.size()) == 4 * L, "fused decoder: 4 tensors per layer");
+    TORCH_CHECK(h0.dim() == 3 && h0.size(0) == L, "fused decoder: h0 must be [layers, B, H]");
+    T = steps, B = h0.size(1), H = weights[1].size(1), lstm = is_lstm, G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
+    masked_between = between_mask.numel() > 0;
+    TORCH_CHECK(!masked_between || between_mask.size(0) == L - 1, "fused decoder: between-layer masks must be [L - 1, B, T, H]");
+    const torch::TensorOptions opts = h0.options();
+    for (int64_t l = 0; l < L; ++l) {
+      states.push_back(torch::empty({T + 1, B, H}, opts));
+      states[l][0].copy_(h0[l]);
+      cells.push_back(lstm ? torch::empty({T + 1, B, H}, opts) : torch::empty({0}, opts));
+      if (lstm) cells[l][0].copy_(c0[l]);
+      saved.push_back(torch::empty({T, B, Z * H}, opts));
+    }
+    between = masked_between ? between_mask.transpose(1, 2).contiguous() : between_mask;
+    for (int64_t l = 1; l < L; ++l) {
+      inputs.push_back(masked_between ? torch::empty({T, B, H}, opts) : states[l - 1].narrow(0, 1, T));
+    }
+    detach_weights();
+  }
+
+  void detach_weights() {
+    for (int64_t l = 0; l < L; ++l) {
+      w_ih.push_back(weights[4 * l].detach());
+      w_hh.push_back(weights[4 * l + 1].detach());
+      b_ih.push_back(weights[4 * l + 2].detach());
+      b_hh.push_back(weights[4 * l + 3].detach());
+      w_ih_t.push_back(w_ih[l].t());
+      w_hh_t.push_back(w_hh[l].t());
+    }
+  }
+
+  void save(AutogradContext* ctx) const {
+    ctx->saved_data["stack_weights"] = weights;
+    ctx->saved_data["states"] = states;
+    ctx->saved_data["cells"] = cells;
+    ctx->saved_data["saved"] = saved;
+    ctx->saved_data["inputs"] = inputs;
+    ctx->saved_data["between"] = between;
+    ctx->saved_data["lstm"] = lstm;
+  }
+  explicit DecoderStack(AutogradContext* ctx)
+      : weights(ctx->saved_data["stack_weights"].toTensorVector()),
+        states(ctx->saved_data["states"].toTensorVector()),
+        cells(ctx->saved_data["cells"].toTensorVector()),
+        saved(ctx->saved_data["saved"].toTensorVector()),
+        inputs(ctx->saved_data["inputs"].toTensorVector()),
+        between(ctx->saved_data["between"].toTensor()) {
+    L = static_cast<int64_t>(states.size()), T = states[0].size(0) - 1, B = states[0].size(1), H = states[0].size(2);
+    lstm = ctx->saved_data["lstm"].toBool(), G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
+    masked_between = between.numel() > 0;
+    detach_weights();
+  }
+
+  // Layer 0's recurrent input w_ih[:, offset:offset + H] (the part the kernel feeds per step).
+  torch::Tensor layer0_recurrent_input(int64_t offset) const { return w_ih[0].narrow(1, offset, H); }
+
+  // Step t for rows [first, first + rows): gi holds layer 0's input gates (x W_ih^T + b_ih); runs
+  // layer 0's cell, then every layer above. gi, gh [rows, G H] are workspaces.
+  template <typename scalar_t>
+  void forward_step(int64_t t, int64_t first, int64_t rows, torch::Tensor& gi, torch::Tensor& gh) const {
+    for (int64_t l = 0; l < L; ++l) {
+      if (l > 0) {
+        torch::Tensor input = step_rows(inputs[l - 1], t, B, first, rows);
+        if (masked_between) {
+          torch::mul_out(input, step_rows(states[l - 1], t + 1, B, first, rows), step_rows(between[l - 1], t, B, first, rows));
+        }
+        torch::addmm_out(gi, b_ih[l], input, w_ih_t[l]);
+      }
+      torch::addmm_out(gh, b_hh[l], step_rows(states[l], t, B, first, rows), w_hh_t[l]);
+      scalar_t* h = step_ptr<scalar_t>(states[l], t + 1) + first * H;
+      scalar_t* z = step_ptr<scalar_t>(saved[l], t) + first * Z * H;
+      if (lstm) {
+        lstm_forward(gi.data_ptr<scalar_t>(), gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states[l], t) + first * H,
+                     step_ptr<scalar_t>(cells[l], t) + first * H, h, step_ptr<scalar_t>(cells[l], t + 1) + first * H, z,
+                     nullptr, rows, H);
+      } else {
+        gates_forward(gi.data_ptr<scalar_t>(), gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states[l], t) + first * H, h,
+                      z, nullptr, rows, H);
+      }
+    }
+  }
+
+  // The gradients of one row block through time: dh[l], dc[l] [rows, H] carry each layer's
+  // gradient from step t + 1 back to step t, and end as the gradients of h0 and c0.
+  struct Carried {
+    std::vector<torch::Tensor> dh, dc;
+    torch::Tensor dc_step;
+  };
+  Carried carried(torch::Tensor& dh0, torch::Tensor& dc0, int64_t first, int64_t rows) const {
+    Carried c;
+    for (int64_t l = 0; l < L; ++l) {
+      c.dh.push_back(dh0[l].narrow(0, first, rows).zero_());
+      c.dc.push_back(lstm ? dc0[l].narrow(0, first, rows).zero_() : torch::Tensor());
+    }
+    if (lstm) c.dc_step = torch::empty({rows, H}, dh0.options());
+    return c;
+  }
+
+  // Step t backwards: dh_step [rows, H] holds the gradient of the top layer's h_t from outside the
+  // recurrence (it is used as a workspace). Runs the layers top-down into dgi, dgh [T, B, G H] and
+  // the carried gradients; layer 0's input gradient is dgi[0] at t, for the caller.
+  template <typename scalar_t>
+  void backward_step(int64_t t, int64_t first, int64_t rows, torch::Tensor& dh_step, Carried& c,
+                     const std::vector<torch::Tensor>& dgi, const std::vector<torch::Tensor>& dgh) const {
+    for (int64_t l = L - 1; l >= 0; --l) {
+      scalar_t* step_grad = dh_step.data_ptr<scalar_t>();
+      const scalar_t* from_next = c.dh[l].data_ptr<scalar_t>();
+      for (int64_t i = 0; i < rows * H; ++i) step_grad[i] += from_next[i];
+      const scalar_t* z = step_ptr<scalar_t>(saved[l], t) + first * Z * H;
+      if (lstm) {
+        lstm_backward(step_grad, c.dc[l].data_ptr<scalar_t>(), z, step_ptr<scalar_t>(cells[l], t) + first * H,
+                      step_ptr<scalar_t>(dgi[l], t) + first * G * H, c.dh[l].data_ptr<scalar_t>(),
+                      c.dc_step.data_ptr<scalar_t>(), nullptr, rows, H);
+        c.dc[l].copy_(c.dc_step);
+      } else {
+        gates_backward(step_grad, z, step_ptr<scalar_t>(states[l], t) + first * H,
+                       step_ptr<scalar_t>(dgi[l], t) + first * G * H, step_ptr<scalar_t>(dgh[l], t) + first * G * H,
+                       c.dh[l].data_ptr<scalar_t>(), nullptr, rows, H);
+      }
+      c.dh[l].addmm_(step_rows(dgh[l], t, B, first, rows), w_hh[l]);
+      if (l > 0) {
+        torch::mm_out(dh_step, step_rows(dgi[l], t, B, first, rows), w_ih[l]);
+        if (masked_between) dh_step.mul_(step_rows(between[l - 1], t, B, first, rows));
+      }
+    }
+  }
+
+  // The gate-gradient buffers [T, B, G H] per layer (LSTM: one for gi and gh, which are equal).
+  std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> gate_gradients() const {
+    std::vector<torch::Tensor> dgi, dgh;
+    for (int64_t l = 0; l < L; ++l) {
+      dgi.push_back(torch::empty({T, B, G * H}, states[0].options()));
+      dgh.push_back(lstm ? dgi[l] : torch::empty({T, B, G * H}, states[0].options()));
+    }
+    return {dgi, dgh};
+  }
+
+  // Appends w_ih, w_hh, b_ih, b_hh's gradients per layer to `out`; layer 0's w_ih gradient is the
+  // caller's (its input is the caller's).
+  void append_weight_gradients(variable_list& out, const std::vector<torch::Tensor>& dgi,
+                               const std::vector<torch::Tensor>& dgh, const torch::Tensor& dw_ih0) const {
+    for (int64_t l = 0; l < L; ++l) {
+      const torch::Tensor dgi_flat = dgi[l].view({T * B, G * H}), dgh_flat = dgh[l].view({T * B, G * H});
+      out.push_back(l == 0 ? dw_ih0 : dgi_flat.t().mm(inputs[l - 1].reshape({T * B, H})));
+      out.push_back(dgh_flat.t().mm(states[l].narrow(0, 0, T).reshape({T * B, H})));
+      out.push_back(dgi_flat.sum(0));
+      out.push_back(dgh_flat.sum(0));
+    }
+  }
+};
+
+// The LuongDecoder: input feeding into the bottom layer, attention from the top one, and an optional
+// dropout mask on h~ (the paper's dropout on the attentional vector, which feeds both the output layer
+// and the next step): the features are h~ * mask, and the unmasked tanh is kept.
 struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForcedFunction> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& embedded, const torch::Tensor& h0,
                                const torch::Tensor& c0, const torch::Tensor& keys_in, const torch::Tensor& values_in,
-                               const torch::Tensor& lengths_in, const torch::Tensor& w_ih, const torch::Tensor& w_hh,
-                               const torch::Tensor& b_ih, const torch::Tensor& b_hh, const torch::Tensor& wc_weight,
-                               const torch::Tensor& wc_bias, const torch::Tensor& mask, double scale, bool lstm) {
-    const int64_t B = embedded.size(0), T = embedded.size(1), E = embedded.size(2);
-    const int64_t S = keys_in.size(1), H = w_hh.size(1), G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
-    TORCH_CHECK(w_ih.size(1) == E + H, "fused decoder: the recurrent input must be [embedding; h~]");
+                               const torch::Tensor& lengths_in, at::TensorList cell_weights,
+                               const torch::Tensor& wc_weight, const torch::Tensor& wc_bias, const torch::Tensor& mask,
+                               const torch::Tensor& between_mask, double scale, bool lstm) {
+    const int64_t B = embedded.size(0), T = embedded.size(1), E = embedded.size(2), S = keys_in.size(1);
+    const DecoderStack stack(cell_weights, h0, c0, between_mask, T, lstm);
+    const int64_t H = stack.H, G = stack.G;
+    TORCH_CHECK(cell_weights[0].size(1) == E + H, "fused decoder: the recurrent input must be [embedding; h~]");
     TORCH_CHECK(S <= kMaxSourceLength, "fused decoder: source longer than ", kMaxSourceLength);
     const bool masked = mask.numel() > 0;
     const torch::Tensor lengths = to_lengths(lengths_in);
     check_inputs(lengths, B, S);
     const torch::Tensor keys = keys_in.contiguous(), values = values_in.contiguous();
-    const torch::Tensor w_embed = w_ih.narrow(1, 0, E), w_feed = w_ih.narrow(1, E, H);
-    const torch::Tensor emb = embedded.transpose(0, 1).contiguous();                       // [T, B, E]
-    const torch::Tensor ge = torch::addmm(b_ih, emb.view({T * B, E}), w_embed.t());       // [T*B, G*H]
-    torch::Tensor states = torch::empty({T + 1, B, H}, emb.options());                    // h_0 .. h_T
-    torch::Tensor cells = lstm ? torch::empty({T + 1, B, H}, emb.options()) : torch::empty({0}, emb.options());
-    torch::Tensor attentional = torch::empty({T + 1, B, H}, emb.options());               // h~_0 .. h~_T (masked)
-    torch::Tensor unmasked = masked ? torch::empty({T, B, H}, emb.options()) : torch::empty({0}, emb.options());
-    torch::Tensor saved = torch::empty({T, B, Z * H}, emb.options());
-    torch::Tensor weights = torch::empty({T, B, S}, emb.options());
-    torch::Tensor ch = torch::empty({T, B, 2 * H}, emb.options());                        // [c_t; h_t]
-    const torch::Tensor drop = masked ? mask.transpose(0, 1).contiguous() : mask;         // [T, B, H]
-    states[0].copy_(h0);
-    if (lstm) cells[0].copy_(c0);
+    const torch::TensorOptions opts = embedded.options();
+    const torch::Tensor emb = embedded.transpose(0, 1).contiguous();  // [T, B, E]
+    const torch::Tensor ge = torch::addmm(cell_weights[2], emb.view({T * B, E}), cell_weights[0].narrow(1, 0, E).t());
+    torch::Tensor attentional = torch::empty({T + 1, B, H}, opts);  // h~_0 .. h~_T (masked)
+    torch::Tensor unmasked = masked ? torch::empty({T, B, H}, opts) : torch::empty({0}, opts);
+    torch::Tensor weights = torch::empty({T, B, S}, opts);
+    torch::Tensor ch = torch::empty({T, B, 2 * H}, opts);  // [c_t; h_t]
+    const torch::Tensor drop = masked ? mask.transpose(0, 1).contiguous() : mask;  // [T, B, H]
     attentional[0].zero_();
-    const torch::Tensor w_feed_t = w_feed.detach().t(), w_hh_t = w_hh.detach().t();
-    const torch::Tensor wc_t = wc_weight.detach().t(), bias_hh = b_hh.detach(), bias_c = wc_bias.detach();
+    const torch::Tensor w_feed_t = stack.layer0_recurrent_input(E).t();
+    const torch::Tensor wc_t = wc_weight.detach().t(), bias_c = wc_bias.detach();
+    const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced", [&] {
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
-        torch::Tensor gi = torch::empty({rows, G * H}, emb.options());
-        torch::Tensor gh = torch::empty({rows, G * H}, emb.options());
+        torch::Tensor gi = torch::empty({rows, G * H}, opts);
+        torch::Tensor gh = torch::empty({rows, G * H}, opts);
         for (int64_t t = 0; t < T; ++t) {
           torch::addmm_out(gi, step_rows(ge, t, B, first, rows), step_rows(attentional, t, B, first, rows), w_feed_t);
-          torch::addmm_out(gh, bias_hh, step_rows(states, t, B, first, rows), w_hh_t);
-          scalar_t* h = step_ptr<scalar_t>(states, t + 1) + first * H;
-          scalar_t* z = step_ptr<scalar_t>(saved, t) + first * Z * H;
-          if (lstm) {
-            lstm_forward(gi.data_ptr<scalar_t>(), gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states, t) + first * H,
-                         step_ptr<scalar_t>(cells, t) + first * H, h, step_ptr<scalar_t>(cells, t + 1) + first * H, z,
-                         nullptr, rows, H);
-          } else {
-            gates_forward(gi.data_ptr<scalar_t>(), gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states, t) + first * H, h,
-                          z, nullptr, rows, H);
-          }
-          attention_forward(h, keys.data_ptr<scalar_t>() + first * S * H, values.data_ptr<scalar_t>() + first * S * H,
-                            lengths.data_ptr<int64_t>() + first, static_cast<scalar_t>(scale),
-                            step_ptr<scalar_t>(weights, t) + first * S, step_ptr<scalar_t>(ch, t) + first * 2 * H,
-                            rows, S, H);
+          stack.forward_step<scalar_t>(t, first, rows, gi, gh);
+          attention_forward(step_ptr<scalar_t>(top, t + 1) + first * H, keys.data_ptr<scalar_t>() + first * S * H,
+                            values.data_ptr<scalar_t>() + first * S * H, lengths.data_ptr<int64_t>() + first,
+                            static_cast<scalar_t>(scale), step_ptr<scalar_t>(weights, t) + first * S,
+                            step_ptr<scalar_t>(ch, t) + first * 2 * H, rows, S, H);
           torch::Tensor next = step_rows(attentional, t + 1, B, first, rows);
           torch::addmm_out(next, bias_c, step_rows(ch, t, B, first, rows), wc_t);
           next.tanh_();
@@ -520,64 +677,52 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
         }
       });
     });
+    stack.save(ctx);
     ctx->saved_data["emb"] = emb;
-    ctx->saved_data["states"] = states;
-    ctx->saved_data["cells"] = cells;
     ctx->saved_data["attentional"] = attentional;
     ctx->saved_data["unmasked"] = unmasked;
     ctx->saved_data["drop"] = drop;
-    ctx->saved_data["saved"] = saved;
     ctx->saved_data["weights"] = weights;
     ctx->saved_data["ch"] = ch;
     ctx->saved_data["keys"] = keys;
     ctx->saved_data["values"] = values;
     ctx->saved_data["lengths"] = lengths;
-    ctx->saved_data["w_ih"] = w_ih;
-    ctx->saved_data["w_hh"] = w_hh;
     ctx->saved_data["wc_weight"] = wc_weight;
     ctx->saved_data["scale"] = scale;
-    ctx->saved_data["lstm"] = lstm;
     return {attentional.narrow(0, 1, T).transpose(0, 1).contiguous()};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const DecoderStack stack(ctx);
     const torch::Tensor emb = ctx->saved_data["emb"].toTensor();
-    const torch::Tensor states = ctx->saved_data["states"].toTensor();
-    const torch::Tensor cells = ctx->saved_data["cells"].toTensor();
     const torch::Tensor attentional = ctx->saved_data["attentional"].toTensor();
     const torch::Tensor unmasked = ctx->saved_data["unmasked"].toTensor();
     const torch::Tensor drop = ctx->saved_data["drop"].toTensor();
-    const torch::Tensor saved = ctx->saved_data["saved"].toTensor();
     const torch::Tensor weights = ctx->saved_data["weights"].toTensor();
     const torch::Tensor ch = ctx->saved_data["ch"].toTensor();
     const torch::Tensor keys = ctx->saved_data["keys"].toTensor();
     const torch::Tensor values = ctx->saved_data["values"].toTensor();
     const torch::Tensor lengths = ctx->saved_data["lengths"].toTensor();
-    const torch::Tensor w_ih = ctx->saved_data["w_ih"].toTensor();
-    const torch::Tensor w_hh = ctx->saved_data["w_hh"].toTensor();
     const torch::Tensor wc_weight = ctx->saved_data["wc_weight"].toTensor();
     const double scale = ctx->saved_data["scale"].toDouble();
-    const bool lstm = ctx->saved_data["lstm"].toBool(), masked = drop.numel() > 0;
-    const int64_t T = emb.size(0), B = emb.size(1), E = emb.size(2), S = keys.size(1), H = w_hh.size(1);
-    const int64_t G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
-    const torch::Tensor w_embed = w_ih.narrow(1, 0, E), w_feed = w_ih.narrow(1, E, H);
+    const bool masked = drop.numel() > 0;
+    const int64_t T = stack.T, B = stack.B, H = stack.H, G = stack.G, E = emb.size(2), S = keys.size(1);
+    const torch::TensorOptions opts = emb.options();
     const torch::Tensor d_features = grads[0].transpose(0, 1).contiguous();  // [T, B, H]
-    torch::Tensor dpre = torch::empty({T, B, H}, emb.options());
-    torch::Tensor dgi = torch::empty({T, B, G * H}, emb.options());
-    torch::Tensor dgh = lstm ? dgi : torch::empty({T, B, G * H}, emb.options());  // LSTM: the same gradients
+    torch::Tensor dpre = torch::empty({T, B, H}, opts);
+    auto [dgi, dgh] = stack.gate_gradients();
     torch::Tensor dkeys = torch::zeros_like(keys), dvalues = torch::zeros_like(values);
-    torch::Tensor dh0 = torch::empty({B, H}, emb.options());
-    torch::Tensor dc0 = lstm ? torch::empty({B, H}, emb.options()) : torch::Tensor();
-    const torch::Tensor w_feed_d = w_feed.detach(), w_hh_d = w_hh.detach(), wc_d = wc_weight.detach();
+    torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
+    torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
+    const torch::Tensor w_feed = stack.layer0_recurrent_input(E), wc_d = wc_weight.detach();
+    const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
       const auto s = static_cast<scalar_t>(scale);
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
-        torch::Tensor d_attentional = torch::zeros({rows, H}, emb.options());  // from step t+1's input
-        torch::Tensor dh = dh0.narrow(0, first, rows).zero_();                  // from step t+1's recurrence
-        torch::Tensor dc = lstm ? dc0.narrow(0, first, rows).zero_() : torch::Tensor();
-        torch::Tensor dc_step = lstm ? torch::empty({rows, H}, emb.options()) : torch::Tensor();
-        torch::Tensor dh_step = torch::empty({rows, H}, emb.options());
-        torch::Tensor dch = torch::empty({rows, 2 * H}, emb.options());
+        torch::Tensor d_attentional = torch::zeros({rows, H}, opts);  // from step t+1's input
+        DecoderStack::Carried carried = stack.carried(dh0, dc0, first, rows);
+        torch::Tensor dh_step = torch::empty({rows, H}, opts);
+        torch::Tensor dch = torch::empty({rows, 2 * H}, opts);
         scalar_t* d_att = d_attentional.data_ptr<scalar_t>();
         for (int64_t t = T - 1; t >= 0; --t) {
           const scalar_t* d_feat = step_ptr<scalar_t>(d_features, t) + first * H;
@@ -592,42 +737,127 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
                           step_ptr<scalar_t>(dpre, t) + first * H, rows * H);
           }
           torch::mm_out(dch, step_rows(dpre, t, B, first, rows), wc_d);
-          // dh_step: the query's and Wc's paths to h_t; then the next step's recurrent path.
-          attention_backward(dch.data_ptr<scalar_t>(), step_ptr<scalar_t>(states, t + 1) + first * H,
+          // dh_step: the query's and Wc's paths to the top layer's h_t.
+          attention_backward(dch.data_ptr<scalar_t>(), step_ptr<scalar_t>(top, t + 1) + first * H,
                              keys.data_ptr<scalar_t>() + first * S * H, values.data_ptr<scalar_t>() + first * S * H,
                              lengths.data_ptr<int64_t>() + first, s, step_ptr<scalar_t>(weights, t) + first * S,
                              dh_step.data_ptr<scalar_t>(), dkeys.data_ptr<scalar_t>() + first * S * H,
                              dvalues.data_ptr<scalar_t>() + first * S * H, rows, S, H);
-          scalar_t* step_grad = dh_step.data_ptr<scalar_t>();
-          const scalar_t* carried = dh.data_ptr<scalar_t>();
-          for (int64_t i = 0; i < rows * H; ++i) step_grad[i] += carried[i];
-          const scalar_t* z = step_ptr<scalar_t>(saved, t) + first * Z * H;
-          if (lstm) {
-            lstm_backward(step_grad, dc.data_ptr<scalar_t>(), z, step_ptr<scalar_t>(cells, t) + first * H,
-                          step_ptr<scalar_t>(dgi, t) + first * G * H, dh.data_ptr<scalar_t>(), dc_step.data_ptr<scalar_t>(),
-                          nullptr, rows, H);
-            dc.copy_(dc_step);
-          } else {
-            gates_backward(step_grad, z, step_ptr<scalar_t>(states, t) + first * H,
-                           step_ptr<scalar_t>(dgi, t) + first * G * H, step_ptr<scalar_t>(dgh, t) + first * G * H,
-                           dh.data_ptr<scalar_t>(), nullptr, rows, H);
-          }
-          dh.addmm_(step_rows(dgh, t, B, first, rows), w_hh_d);
-          torch::mm_out(d_attentional, step_rows(dgi, t, B, first, rows), w_feed_d);
+          stack.backward_step<scalar_t>(t, first, rows, dh_step, carried, dgi, dgh);
+          torch::mm_out(d_attentional, step_rows(dgi[0], t, B, first, rows), w_feed);
         }
       });
     });
-    const torch::Tensor dgi_flat = dgi.view({T * B, G * H});
-    const torch::Tensor dgh_flat = dgh.view({T * B, G * H});
+    const torch::Tensor dgi0 = dgi[0].view({T * B, G * H});
+    const torch::Tensor w_embed = stack.w_ih[0].narrow(1, 0, E);
+    variable_list result = {dgi0.mm(w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0, dkeys, dvalues, torch::Tensor()};
+    stack.append_weight_gradients(
+        result, dgi, dgh,
+        torch::cat({dgi0.t().mm(emb.view({T * B, E})), dgi0.t().mm(attentional.narrow(0, 0, T).reshape({T * B, H}))}, 1));
     const torch::Tensor dpre_flat = dpre.view({T * B, H});
-    const torch::Tensor d_embedded = dgi_flat.mm(w_embed).view({T, B, E}).transpose(0, 1);
-    const torch::Tensor dw_ih = torch::cat({dgi_flat.t().mm(emb.view({T * B, E})),
-                                            dgi_flat.t().mm(attentional.narrow(0, 0, T).reshape({T * B, H}))},
-                                           1);
-    const torch::Tensor dw_hh = dgh_flat.t().mm(states.narrow(0, 0, T).reshape({T * B, H}));
-    const torch::Tensor dwc = dpre_flat.t().mm(ch.view({T * B, 2 * H}));
-    return {d_embedded, dh0, dc0, dkeys, dvalues, torch::Tensor(), dw_ih, dw_hh, dgi_flat.sum(0), dgh_flat.sum(0),
-            dwc, dpre_flat.sum(0), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    result.push_back(dpre_flat.t().mm(ch.view({T * B, 2 * H})));
+    result.push_back(dpre_flat.sum(0));
+    for (int i = 0; i < 4; ++i) result.emplace_back();  // the masks, scale, lstm
+    return result;
+  }
+};
+
+// The notebook's Decoder: attention from the top layer's previous state h_{t-1}, its context fed into
+// the bottom layer beside the embedding; the features are the top layer's h_t (their dropout, which
+// feeds nothing else, is the caller's).
+struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacherForcedFunction> {
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& embedded, const torch::Tensor& h0,
+                               const torch::Tensor& c0, const torch::Tensor& keys_in, const torch::Tensor& values_in,
+                               const torch::Tensor& lengths_in, at::TensorList cell_weights,
+                               const torch::Tensor& between_mask, double scale, bool lstm) {
+    const int64_t B = embedded.size(0), T = embedded.size(1), E = embedded.size(2), S = keys_in.size(1);
+    const DecoderStack stack(cell_weights, h0, c0, between_mask, T, lstm);
+    const int64_t H = stack.H, G = stack.G;
+    TORCH_CHECK(cell_weights[0].size(1) == E + H, "fused decoder: the recurrent input must be [embedding; context]");
+    TORCH_CHECK(S <= kMaxSourceLength, "fused decoder: source longer than ", kMaxSourceLength);
+    const torch::Tensor lengths = to_lengths(lengths_in);
+    check_inputs(lengths, B, S);
+    const torch::Tensor keys = keys_in.contiguous(), values = values_in.contiguous();
+    const torch::TensorOptions opts = embedded.options();
+    const torch::Tensor emb = embedded.transpose(0, 1).contiguous();  // [T, B, E]
+    const torch::Tensor ge = torch::addmm(cell_weights[2], emb.view({T * B, E}), cell_weights[0].narrow(1, 0, E).t());
+    torch::Tensor weights = torch::empty({T, B, S}, opts);
+    torch::Tensor ch = torch::empty({T, B, 2 * H}, opts);  // [c_t; h_{t-1}]
+    const torch::Tensor w_context_t = stack.layer0_recurrent_input(E).t();
+    const torch::Tensor& top = stack.states[stack.L - 1];
+    AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced", [&] {
+      for_row_blocks(B, [&](int64_t first, int64_t rows) {
+        torch::Tensor gi = torch::empty({rows, G * H}, opts);
+        torch::Tensor gh = torch::empty({rows, G * H}, opts);
+        for (int64_t t = 0; t < T; ++t) {
+          attention_forward(step_ptr<scalar_t>(top, t) + first * H, keys.data_ptr<scalar_t>() + first * S * H,
+                            values.data_ptr<scalar_t>() + first * S * H, lengths.data_ptr<int64_t>() + first,
+                            static_cast<scalar_t>(scale), step_ptr<scalar_t>(weights, t) + first * S,
+                            step_ptr<scalar_t>(ch, t) + first * 2 * H, rows, S, H);
+          torch::addmm_out(gi, step_rows(ge, t, B, first, rows), step_rows(ch, t, B, first, rows).narrow(1, 0, H),
+                           w_context_t);
+          stack.forward_step<scalar_t>(t, first, rows, gi, gh);
+        }
+      });
+    });
+    stack.save(ctx);
+    ctx->saved_data["emb"] = emb;
+    ctx->saved_data["weights"] = weights;
+    ctx->saved_data["ch"] = ch;
+    ctx->saved_data["keys"] = keys;
+    ctx->saved_data["values"] = values;
+    ctx->saved_data["lengths"] = lengths;
+    ctx->saved_data["scale"] = scale;
+    return {top.narrow(0, 1, T).transpose(0, 1).contiguous()};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const DecoderStack stack(ctx);
+    const torch::Tensor emb = ctx->saved_data["emb"].toTensor();
+    const torch::Tensor weights = ctx->saved_data["weights"].toTensor();
+    const torch::Tensor ch = ctx->saved_data["ch"].toTensor();
+    const torch::Tensor keys = ctx->saved_data["keys"].toTensor();
+    const torch::Tensor values = ctx->saved_data["values"].toTensor();
+    const torch::Tensor lengths = ctx->saved_data["lengths"].toTensor();
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const int64_t T = stack.T, B = stack.B, H = stack.H, G = stack.G, E = emb.size(2), S = keys.size(1);
+    const torch::TensorOptions opts = emb.options();
+    const torch::Tensor d_features = grads[0].transpose(0, 1).contiguous();  // [T, B, H]
+    auto [dgi, dgh] = stack.gate_gradients();
+    torch::Tensor dkeys = torch::zeros_like(keys), dvalues = torch::zeros_like(values);
+    torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
+    torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
+    const torch::Tensor w_context = stack.layer0_recurrent_input(E);
+    const torch::Tensor& top = stack.states[stack.L - 1];
+    AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced_backward", [&] {
+      const auto s = static_cast<scalar_t>(scale);
+      for_row_blocks(B, [&](int64_t first, int64_t rows) {
+        DecoderStack::Carried carried = stack.carried(dh0, dc0, first, rows);
+        torch::Tensor dh_step = torch::empty({rows, H}, opts);
+        torch::Tensor dquery = torch::empty({rows, H}, opts);
+        torch::Tensor dch = torch::zeros({rows, 2 * H}, opts);  // [d context; 0]: h_{t-1} enters only as the query
+        for (int64_t t = T - 1; t >= 0; --t) {
+          dh_step.copy_(step_rows(d_features, t, B, first, rows));
+          stack.backward_step<scalar_t>(t, first, rows, dh_step, carried, dgi, dgh);
+          torch::Tensor d_context = dch.narrow(1, 0, H);
+          torch::mm_out(d_context, step_rows(dgi[0], t, B, first, rows), w_context);
+          attention_backward(dch.data_ptr<scalar_t>(), step_ptr<scalar_t>(top, t) + first * H,
+                             keys.data_ptr<scalar_t>() + first * S * H, values.data_ptr<scalar_t>() + first * S * H,
+                             lengths.data_ptr<int64_t>() + first, s, step_ptr<scalar_t>(weights, t) + first * S,
+                             dquery.data_ptr<scalar_t>(), dkeys.data_ptr<scalar_t>() + first * S * H,
+                             dvalues.data_ptr<scalar_t>() + first * S * H, rows, S, H);
+          carried.dh[stack.L - 1].add_(dquery);
+        }
+      });
+    });
+    const torch::Tensor dgi0 = dgi[0].view({T * B, G * H});
+    const torch::Tensor w_embed = stack.w_ih[0].narrow(1, 0, E);
+    variable_list result = {dgi0.mm(w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0, dkeys, dvalues, torch::Tensor()};
+    stack.append_weight_gradients(
+        result, dgi, dgh,
+        torch::cat({dgi0.t().mm(emb.view({T * B, E})), dgi0.t().mm(ch.narrow(2, 0, H).reshape({T * B, H}))}, 1));
+    for (int i = 0; i < 3; ++i) result.emplace_back();  // the mask, scale, lstm
+    return result;
   }
 };
 
@@ -648,16 +878,45 @@ FusedLayerOutput fused_recurrent_layer(const torch::Tensor& x, const torch::Tens
   return {out[0], out[1], lstm ? out[2] : torch::Tensor()};
 }
 
+namespace {
+
+// w_ih, w_hh, b_ih, b_hh per layer, bottom first: the decoders' kernels take their cells as one list.
+std::vector<torch::Tensor> flat_weights(const std::vector<CellWeights>& layers) {
+  std::vector<torch::Tensor> flat;
+  for (const CellWeights& w : layers) flat.insert(flat.end(), {w.w_ih, w.w_hh, w.b_ih, w.b_hh});
+  return flat;
+}
+
+}  // namespace
+
 torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0, const torch::Tensor& c0,
                                          const torch::Tensor& keys, const torch::Tensor& values,
-                                         const torch::Tensor& src_lengths, const CellWeights& cell, bool lstm,
-                                         const torch::Tensor& wc_weight, const torch::Tensor& wc_bias, double scale,
-                                         const torch::Tensor& dropout_mask) {
+                                         const torch::Tensor& src_lengths, const std::vector<CellWeights>& layers,
+                                         bool lstm, const torch::Tensor& wc_weight, const torch::Tensor& wc_bias,
+                                         double scale, const torch::Tensor& dropout_mask,
+                                         const torch::Tensor& between_layers_mask) {
   TORCH_CHECK(embedded.device().is_cpu(), "fused_luong_teacher_forced runs on the CPU");
+  const std::vector<torch::Tensor> cell_weights = flat_weights(layers);
   const torch::Tensor empty = torch::empty({0}, embedded.options());
-  return LuongTeacherForcedFunction::apply(embedded, h0, lstm ? c0 : empty, keys, values, src_lengths, cell.w_ih,
-                                           cell.w_hh, cell.b_ih, cell.b_hh, wc_weight, wc_bias,
-                                           dropout_mask.defined() ? dropout_mask : empty, scale, lstm)[0];
+  const auto or_empty = [&](const torch::Tensor& t) { return t.defined() ? t : empty; };
+  return LuongTeacherForcedFunction::apply(embedded, h0, lstm ? c0 : empty, keys, values, src_lengths,
+                                           at::TensorList(cell_weights),
+                                           wc_weight, wc_bias, or_empty(dropout_mask), or_empty(between_layers_mask),
+                                           scale, lstm)[0];
+}
+
+torch::Tensor fused_bahdanau_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0,
+                                            const torch::Tensor& c0, const torch::Tensor& keys,
+                                            const torch::Tensor& values, const torch::Tensor& src_lengths,
+                                            const std::vector<CellWeights>& layers, bool lstm, double scale,
+                                            const torch::Tensor& between_layers_mask) {
+  TORCH_CHECK(embedded.device().is_cpu(), "fused_bahdanau_teacher_forced runs on the CPU");
+  const std::vector<torch::Tensor> cell_weights = flat_weights(layers);
+  const torch::Tensor empty = torch::empty({0}, embedded.options());
+  return BahdanauTeacherForcedFunction::apply(embedded, h0, lstm ? c0 : empty, keys, values, src_lengths,
+                                              at::TensorList(cell_weights),
+                                              between_layers_mask.defined() ? between_layers_mask : empty, scale,
+                                              lstm)[0];
 }
 
 }  // namespace luong::models

@@ -90,7 +90,7 @@ class CudaVariantTest : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(CudaVariantTest, ForwardMatchesTheCpu) {
   LUONG_REQUIRE_CUDA();
-  for (const auto [dtype, tolerance] : {std::pair{torch::kFloat, 1e-4}, std::pair{torch::kDouble, 1e-10}}) {
+  for (const auto& [dtype, tolerance] : {std::pair{torch::kFloat, 1e-4}, std::pair{torch::kDouble, 1e-10}}) {
     models::Seq2Seq cpu = make_model(GetParam(), dtype), gpu = make_model(GetParam(), dtype);
     gpu->to(torch::kCUDA);
     const data::Batch batch = random_batch(1);
@@ -105,7 +105,7 @@ TEST_P(CudaVariantTest, ForwardMatchesTheCpu) {
 
 TEST_P(CudaVariantTest, OneTrainingStepsGradientsMatchTheCpu) {
   LUONG_REQUIRE_CUDA();
-  for (const auto [dtype, tolerance] : {std::pair{torch::kFloat, 1e-4}, std::pair{torch::kDouble, 1e-10}}) {
+  for (const auto& [dtype, tolerance] : {std::pair{torch::kFloat, 1e-4}, std::pair{torch::kDouble, 1e-10}}) {
     models::Seq2Seq cpu = make_model(GetParam(), dtype), gpu = make_model(GetParam(), dtype);
     gpu->to(torch::kCUDA);
     const data::Batch batch = random_batch(2);

@@ -34,6 +34,7 @@ struct Case {
   CellKind cell = CellKind::kGru;
   int64_t layers = 1;
   bool bidirectional = false;
+  DecoderKind decoder = DecoderKind::kLuong;
 };
 void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
 
@@ -43,7 +44,7 @@ Seq2Seq make_model(const Case& c, torch::ScalarType dtype) {
   attention.score = c.score;
   attention.scale = c.scale;
   Seq2Seq model(Seq2SeqOptions(12, 10).embed_size(5).hidden_size(6).attention(attention).cell(c.cell).layers(c.layers)
-                    .bidirectional(c.bidirectional));
+                    .bidirectional(c.bidirectional).decoder(c.decoder));
   model->to(dtype);
   return model;
 }
@@ -81,10 +82,11 @@ LossAndGradients run(Seq2Seq& model, bool fused, const Batch& b) {
   const LossOutput out = model->loss(b.src, b.lengths, b.dec_in, b.dec_tgt, LossAverage::kStep);
   // The test proves which path ran: the fused kernels are autograd nodes of their own.
   const std::set<std::string> nodes = graph_nodes(out.loss);
-  const auto& luong = dynamic_cast<const LuongDecoderImpl&>(*model->decoder);
-  const bool decoder_fused = luong.uses_fused_kernel(torch::kCPU);
+  const bool luong = dynamic_cast<const LuongDecoderImpl*>(model->decoder.get()) != nullptr;
+  const bool decoder_fused = fused && model->decoder->uses_fused_kernel(torch::kCPU);
   const std::pair<const char*, bool> kernels[] = {{"RecurrentSequenceFunction", fused},
-                                                  {"LuongTeacherForcedFunction", fused && decoder_fused},
+                                                  {"LuongTeacherForcedFunction", decoder_fused && luong},
+                                                  {"BahdanauTeacherForcedFunction", decoder_fused && !luong},
                                                   {"LinearCrossEntropyFunction", fused}};
   for (const auto& [kernel, expected] : kernels) {
     EXPECT_EQ(has_node(nodes, kernel), expected) << kernel << (expected ? " did not run" : " ran where it should not");
@@ -182,7 +184,11 @@ INSTANTIATE_TEST_SUITE_P(Scores, FusedRecurrenceTest,
                                            Case{"dot_unscaled", ScoreKind::kDot, false},
                                            Case{"lstm", ScoreKind::kDot, true, CellKind::kLstm},
                                            Case{"gru_2layer_bidirectional", ScoreKind::kGeneral, true, CellKind::kGru, 2, true},
-                                           Case{"lstm_3layer_bidirectional", ScoreKind::kDot, true, CellKind::kLstm, 3, true}),
+                                           Case{"lstm_3layer_bidirectional", ScoreKind::kDot, true, CellKind::kLstm, 3, true},
+                                           Case{"bahdanau_general", ScoreKind::kGeneral, true, CellKind::kGru, 1, false,
+                                                DecoderKind::kBahdanau},
+                                           Case{"bahdanau_lstm_2layer_bidirectional", ScoreKind::kDot, true,
+                                                CellKind::kLstm, 2, true, DecoderKind::kBahdanau}),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 TEST(FusedGruSequenceTest, EqualsPackedGru) {
@@ -201,63 +207,87 @@ TEST(FusedGruSequenceTest, EqualsPackedGru) {
   EXPECT_EQ(outputs[1].narrow(0, 1, 4).abs().max().item<double>(), 0.0);  // zero past the length
 }
 
-// The decoder kernel with a dropout mask on h~ against the same recurrence written with LibTorch's
-// ops and the same mask, in double: values and every input's gradient.
-TEST(FusedLuongDecoderTest, DropoutMaskMatchesTheStepLoop) {
-  for (const CellKind cell : {CellKind::kGru, CellKind::kLstm}) {
-    torch::manual_seed(12);
-    const int64_t B = 3, T = 4, S = 5, E = 3, H = 4;
-    torch::nn::Module owner;
-    RecurrentLayers rnn = register_recurrent(owner, RecurrentOptions(E + H, H).cell(cell));
-    torch::nn::Linear wc(2 * H, H);
-    owner.to(torch::kDouble);
-    wc->to(torch::kDouble);
-    const bool lstm = cell == CellKind::kLstm;
-    torch::Tensor emb = torch::randn({B, T, E}, torch::kDouble).requires_grad_();
-    torch::Tensor h0 = torch::randn({B, H}, torch::kDouble).requires_grad_();
-    torch::Tensor c0 = torch::randn({B, H}, torch::kDouble).requires_grad_();
-    torch::Tensor enc = torch::randn({B, S, H}, torch::kDouble).requires_grad_();
-    const torch::Tensor lengths = torch::tensor({5, 2, 4}, torch::kLong);
-    const torch::Tensor mask = torch::empty({B, T, H}, torch::kDouble).bernoulli_(0.7).div_(0.7);
-    const torch::Tensor probe = torch::randn({B, T, H}, torch::kDouble);
-    const auto reference = [&] {
-      GlobalAttention attention{GlobalAttentionOptions(H)};
-      attention->to(torch::kDouble);
-      const AttentionMemory memory = attention->prepare(enc, lengths);
-      RecurrentState state{h0.unsqueeze(0), lstm ? c0.unsqueeze(0) : torch::Tensor()};
-      torch::Tensor previous = torch::zeros({B, H}, torch::kDouble);
-      std::vector<torch::Tensor> out;
-      for (int64_t t = 0; t < T; ++t) {
-        state = rnn.step(torch::cat({emb.select(1, t), previous}, 1), state, false);
-        const AttentionOutput a = attention->forward(memory, state.hidden[0], t);
-        previous = torch::tanh(wc(torch::cat({a.context, state.hidden[0]}, 1))) * mask.select(1, t);
-        out.push_back(previous);
+// The decoder kernel with dropout masks on h~ and between stacked layers against the same recurrence
+// written with LibTorch's ops and the same masks, in double: values and every input's gradient.
+TEST(FusedLuongDecoderTest, DropoutMasksMatchTheStepLoop) {
+  for (const int64_t L : {1, 2, 3}) {
+    for (const CellKind cell : {CellKind::kGru, CellKind::kLstm}) {
+      const std::string name = std::string(options::enum_name(cell)) + " " + std::to_string(L) + " layers";
+      torch::manual_seed(12);
+      const int64_t B = 3, T = 4, S = 5, E = 3, H = 4;
+      torch::nn::Module owner;
+      RecurrentLayers rnn = register_recurrent(owner, RecurrentOptions(E + H, H).cell(cell).layers(L).dropout(0.3));
+      torch::nn::Linear wc(2 * H, H);
+      owner.to(torch::kDouble);
+      wc->to(torch::kDouble);
+      const bool lstm = cell == CellKind::kLstm;
+      torch::Tensor emb = torch::randn({B, T, E}, torch::kDouble).requires_grad_();
+      torch::Tensor h0 = torch::randn({L, B, H}, torch::kDouble).requires_grad_();
+      torch::Tensor c0 = torch::randn({L, B, H}, torch::kDouble).requires_grad_();
+      torch::Tensor enc = torch::randn({B, S, H}, torch::kDouble).requires_grad_();
+      const torch::Tensor lengths = torch::tensor({5, 2, 4}, torch::kLong);
+      const torch::Tensor mask = torch::empty({B, T, H}, torch::kDouble).bernoulli_(0.7).div_(0.7);
+      const torch::Tensor between =
+          L > 1 ? torch::empty({L - 1, B, T, H}, torch::kDouble).bernoulli_(0.7).div_(0.7) : torch::Tensor();
+      const torch::Tensor probe = torch::randn({B, T, H}, torch::kDouble);
+      const auto reference = [&] {
+        GlobalAttention attention{GlobalAttentionOptions(H)};
+        attention->to(torch::kDouble);
+        const AttentionMemory memory = attention->prepare(enc, lengths);
+        const std::vector<torch::Tensor> w = rnn.all_weights();
+        std::vector<torch::Tensor> h, c;
+        for (int64_t l = 0; l < L; ++l) {
+          h.push_back(h0[l]);
+          c.push_back(c0[l]);
+        }
+        torch::Tensor previous = torch::zeros({B, H}, torch::kDouble);
+        std::vector<torch::Tensor> out;
+        for (int64_t t = 0; t < T; ++t) {
+          torch::Tensor x = torch::cat({emb.select(1, t), previous}, 1);
+          for (int64_t l = 0; l < L; ++l) {
+            const auto i = static_cast<std::size_t>(4 * l);
+            if (lstm) {
+              std::tie(h[l], c[l]) = torch::lstm_cell(x, {h[l], c[l]}, w[i], w[i + 1], w[i + 2], w[i + 3]);
+            } else {
+              h[l] = torch::gru_cell(x, h[l], w[i], w[i + 1], w[i + 2], w[i + 3]);
+            }
+            x = l + 1 < L ? h[l] * between[l].select(1, t) : h[l];
+          }
+          const AttentionOutput a = attention->forward(memory, h[L - 1], t);
+          previous = torch::tanh(wc(torch::cat({a.context, h[L - 1]}, 1))) * mask.select(1, t);
+          out.push_back(previous);
+        }
+        return torch::stack(out, 1);
+      };
+      const auto fused = [&] {
+        std::vector<CellWeights> cells;
+        for (int64_t l = 0; l < L; ++l) cells.push_back(CellWeights::of(rnn, l, 0));
+        return fused_luong_teacher_forced(emb, h0, c0, enc, enc, lengths, cells, lstm, wc->weight, wc->bias,
+                                          1.0 / std::sqrt(static_cast<double>(H)), mask, between);
+      };
+      const torch::Tensor a = reference(), b = fused();
+      EXPECT_LE((a - b).abs().max().item<double>(), 1e-14) << name;
+      std::vector<std::pair<std::string, torch::Tensor>> inputs = {{"emb", emb}, {"h0", h0}, {"enc", enc}};
+      if (lstm) inputs.emplace_back("c0", c0);
+      for (const auto& p : owner.named_parameters()) inputs.emplace_back(p.key(), p.value());
+      inputs.emplace_back("Wc", wc->weight);
+      inputs.emplace_back("Wc.bias", wc->bias);
+      std::vector<torch::Tensor> expected;
+      for (auto& [input_name, t] : inputs) {
+        if (t.grad().defined()) t.mutable_grad().zero_();
       }
-      return torch::stack(out, 1);
-    };
-    const auto fused = [&] {
-      return fused_luong_teacher_forced(emb, h0, c0, enc, enc, lengths, CellWeights::of(rnn, 0, 0), lstm, wc->weight,
-                                        wc->bias, 1.0 / std::sqrt(static_cast<double>(H)), mask);
-    };
-    const torch::Tensor a = reference(), b = fused();
-    EXPECT_LE((a - b).abs().max().item<double>(), 1e-14) << options::enum_name(cell);
-    std::vector<std::pair<std::string, torch::Tensor>> inputs = {{"emb", emb}, {"h0", h0}, {"enc", enc}};
-    if (lstm) inputs.emplace_back("c0", c0);
-    for (const auto& p : owner.named_parameters()) inputs.emplace_back(p.key(), p.value());
-    inputs.emplace_back("Wc", wc->weight);
-    std::vector<torch::Tensor> expected;
-    for (auto& [name, t] : inputs) {
-      if (t.grad().defined()) t.mutable_grad().zero_();
-    }
-    (reference() * probe).sum().backward();
-    for (auto& [name, t] : inputs) {
-      expected.push_back(t.grad().clone());
-      t.mutable_grad().zero_();
-    }
-    (fused() * probe).sum().backward();
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      EXPECT_LE((inputs[i].second.grad() - expected[i]).abs().max().item<double>(), 1e-12)
-          << options::enum_name(cell) << " " << inputs[i].first;
+      (reference() * probe).sum().backward();
+      for (auto& [input_name, t] : inputs) {
+        expected.push_back(t.grad().clone());
+        t.mutable_grad().zero_();
+      }
+      (fused() * probe).sum().backward();
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const double scale = expected[i].abs().max().item<double>();
+        EXPECT_GT(scale, 0.0) << name << " " << inputs[i].first << " receives no gradient";
+        EXPECT_LE((inputs[i].second.grad() - expected[i]).abs().max().item<double>(), 1e-12 * std::max(1.0, scale))
+            << name << " " << inputs[i].first;
+      }
     }
   }
 }
@@ -277,7 +307,9 @@ TEST(FusedGruSequenceTest, LayersEqualPackedModulesInBothDirections) {
       const FusedLayerOutput out = fused_recurrent_layer(x, lengths, CellWeights::of(layers, 0, d), cell == CellKind::kLstm, d == 1);
       EXPECT_LE((out.outputs - expected.narrow(2, 4 * d, 4)).abs().max().item<double>(), 1e-14) << d;
       EXPECT_LE((out.hidden - state.hidden[d]).abs().max().item<double>(), 1e-14) << d;
-      if (cell == CellKind::kLstm) EXPECT_LE((out.cell - state.cell[d]).abs().max().item<double>(), 1e-14) << d;
+      if (cell == CellKind::kLstm) {
+        EXPECT_LE((out.cell - state.cell[d]).abs().max().item<double>(), 1e-14) << d;
+      }
     }
   }
 }

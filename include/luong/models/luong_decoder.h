@@ -15,12 +15,9 @@ class LuongDecoderImpl : public DecoderInterface {
   /// h_t = RNN([emb(y_{t-1}); h~_{t-1}], h_{t-1}); c_t from a(h_t); features = h~_t [B, H].
   DecoderStep step(const torch::Tensor& previous_word, const DecoderState& state, const AttentionMemory& memory,
                    int64_t t) override;
-  /// The fused kernel on the CPU with one GRU or LSTM layer and global dot/general attention (dropout
-  /// included); the step loop otherwise.
+  /// The fused kernel where uses_fused_kernel() (dropout included); the step loop otherwise.
   TeacherForced teacher_forced(const torch::Tensor& dec_in, const DecoderState& state, const AttentionMemory& memory,
                                bool keep_weights) override;
-  /// Whether teacher_forced() takes the fused kernel for tensors on `device`.
-  bool uses_fused_kernel(const torch::Device& device) const;
   AttentionImpl& attention() override { return *attention_; }
   const DecoderOptions& decoder_options() const override { return options; }
   void set_fused(bool fused) override { options.fused(fused); }
