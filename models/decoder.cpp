@@ -77,15 +77,18 @@ void register_output(DecoderInterface& decoder, const DecoderOptions& o) {
 // attention's scale, and (training with dropout) the dropout masks between layers [L - 1, B, T, H],
 // drawn here.
 struct FusedStack {
+  torch::Tensor embedded;  ///< the target embeddings [B, T, E], dropped out when training
   std::vector<CellWeights> cells;
   torch::Tensor between;
   double scale = 1.0;
   bool lstm = false;
 };
 
-FusedStack fused_stack(const DecoderInterface& decoder, const torch::Tensor& embedded, bool training) {
+FusedStack fused_stack(DecoderInterface& decoder, const torch::Tensor& dec_in, bool training) {
   const DecoderOptions& o = decoder.decoder_options();
   FusedStack stack;
+  stack.embedded = maybe_dropout(decoder.embedding(dec_in), o.dropout(), training);
+  const torch::Tensor& embedded = stack.embedded;
   for (int64_t l = 0; l < o.layers(); ++l) stack.cells.push_back(CellWeights::of(decoder.recurrent, l, 0));
   stack.scale = o.attention().scale ? 1.0 / std::sqrt(static_cast<double>(o.hidden_size())) : 1.0;
   stack.lstm = o.cell() == CellKind::kLstm;
@@ -131,8 +134,8 @@ TeacherForced DecoderImpl::teacher_forced(const torch::Tensor& dec_in, const Dec
     return DecoderInterface::teacher_forced(dec_in, state, memory, keep_weights);
   }
   const double p = options.dropout();
-  const torch::Tensor embedded = maybe_dropout(embedding(dec_in), p, is_training());
-  const FusedStack stack = fused_stack(*this, embedded, is_training());
+  const FusedStack stack = fused_stack(*this, dec_in, is_training());
+  const torch::Tensor& embedded = stack.embedded;
   const RecurrentState& r = state.recurrent;
   const torch::Tensor top = fused_bahdanau_teacher_forced(embedded, r.hidden, stack.lstm ? r.cell : torch::Tensor(),
                                                           memory.keys, memory.encoder_outputs, memory.lengths,
@@ -173,8 +176,8 @@ TeacherForced LuongDecoderImpl::teacher_forced(const torch::Tensor& dec_in, cons
     return DecoderInterface::teacher_forced(dec_in, state, memory, keep_weights);
   }
   const double p = options.dropout();
-  const torch::Tensor embedded = maybe_dropout(embedding(dec_in), p, is_training());
-  const FusedStack stack = fused_stack(*this, embedded, is_training());
+  const FusedStack stack = fused_stack(*this, dec_in, is_training());
+  const torch::Tensor& embedded = stack.embedded;
   // The dropout on h~ is drawn here and applied inside the kernel (it feeds the next step too).
   const torch::Tensor mask = p > 0 && is_training()
                                  ? dropout_mask(embedded, {dec_in.size(0), dec_in.size(1), options.hidden_size()}, p)

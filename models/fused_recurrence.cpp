@@ -626,6 +626,32 @@ struct DecoderStack {
   }
 };
 
+// What both decoders' kernels keep of their inputs and attention for the backward pass: the
+// embeddings [T, B, E], attention weights [T, B, S], [context; query] [T, B, 2H], the memory.
+struct AttentionTrace {
+  torch::Tensor emb, weights, ch, keys, values, lengths;
+  double scale = 1.0;
+
+  AttentionTrace(torch::Tensor emb_, torch::Tensor weights_, torch::Tensor ch_, torch::Tensor keys_,
+                 torch::Tensor values_, torch::Tensor lengths_, double scale_)
+      : emb(std::move(emb_)), weights(std::move(weights_)), ch(std::move(ch_)), keys(std::move(keys_)),
+        values(std::move(values_)), lengths(std::move(lengths_)), scale(scale_) {}
+  explicit AttentionTrace(AutogradContext* ctx)
+      : AttentionTrace(ctx->saved_data["emb"].toTensor(), ctx->saved_data["weights"].toTensor(),
+                       ctx->saved_data["ch"].toTensor(), ctx->saved_data["keys"].toTensor(),
+                       ctx->saved_data["values"].toTensor(), ctx->saved_data["lengths"].toTensor(),
+                       ctx->saved_data["scale"].toDouble()) {}
+  void save(AutogradContext* ctx) const {
+    ctx->saved_data["emb"] = emb;
+    ctx->saved_data["weights"] = weights;
+    ctx->saved_data["ch"] = ch;
+    ctx->saved_data["keys"] = keys;
+    ctx->saved_data["values"] = values;
+    ctx->saved_data["lengths"] = lengths;
+    ctx->saved_data["scale"] = scale;
+  }
+};
+
 // The LuongDecoder: input feeding into the bottom layer, attention from the top one, and an optional
 // dropout mask on h~ (the paper's dropout on the attentional vector, which feeds both the output layer
 // and the next step): the features are h~ * mask, and the unmasked tanh is kept.
@@ -678,33 +704,24 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
       });
     });
     stack.save(ctx);
-    ctx->saved_data["emb"] = emb;
+    AttentionTrace(emb, weights, ch, keys, values, lengths, scale).save(ctx);
     ctx->saved_data["attentional"] = attentional;
     ctx->saved_data["unmasked"] = unmasked;
     ctx->saved_data["drop"] = drop;
-    ctx->saved_data["weights"] = weights;
-    ctx->saved_data["ch"] = ch;
-    ctx->saved_data["keys"] = keys;
-    ctx->saved_data["values"] = values;
-    ctx->saved_data["lengths"] = lengths;
     ctx->saved_data["wc_weight"] = wc_weight;
-    ctx->saved_data["scale"] = scale;
     return {attentional.narrow(0, 1, T).transpose(0, 1).contiguous()};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const DecoderStack stack(ctx);
-    const torch::Tensor emb = ctx->saved_data["emb"].toTensor();
+    const AttentionTrace trace(ctx);
+    const torch::Tensor &emb = trace.emb, &weights = trace.weights, &ch = trace.ch, &keys = trace.keys;
+    const torch::Tensor &values = trace.values, &lengths = trace.lengths;
     const torch::Tensor attentional = ctx->saved_data["attentional"].toTensor();
     const torch::Tensor unmasked = ctx->saved_data["unmasked"].toTensor();
     const torch::Tensor drop = ctx->saved_data["drop"].toTensor();
-    const torch::Tensor weights = ctx->saved_data["weights"].toTensor();
-    const torch::Tensor ch = ctx->saved_data["ch"].toTensor();
-    const torch::Tensor keys = ctx->saved_data["keys"].toTensor();
-    const torch::Tensor values = ctx->saved_data["values"].toTensor();
-    const torch::Tensor lengths = ctx->saved_data["lengths"].toTensor();
     const torch::Tensor wc_weight = ctx->saved_data["wc_weight"].toTensor();
-    const double scale = ctx->saved_data["scale"].toDouble();
+    const double scale = trace.scale;
     const bool masked = drop.numel() > 0;
     const int64_t T = stack.T, B = stack.B, H = stack.H, G = stack.G, E = emb.size(2), S = keys.size(1);
     const torch::TensorOptions opts = emb.options();
@@ -801,25 +818,16 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
       });
     });
     stack.save(ctx);
-    ctx->saved_data["emb"] = emb;
-    ctx->saved_data["weights"] = weights;
-    ctx->saved_data["ch"] = ch;
-    ctx->saved_data["keys"] = keys;
-    ctx->saved_data["values"] = values;
-    ctx->saved_data["lengths"] = lengths;
-    ctx->saved_data["scale"] = scale;
+    AttentionTrace(emb, weights, ch, keys, values, lengths, scale).save(ctx);
     return {top.narrow(0, 1, T).transpose(0, 1).contiguous()};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const DecoderStack stack(ctx);
-    const torch::Tensor emb = ctx->saved_data["emb"].toTensor();
-    const torch::Tensor weights = ctx->saved_data["weights"].toTensor();
-    const torch::Tensor ch = ctx->saved_data["ch"].toTensor();
-    const torch::Tensor keys = ctx->saved_data["keys"].toTensor();
-    const torch::Tensor values = ctx->saved_data["values"].toTensor();
-    const torch::Tensor lengths = ctx->saved_data["lengths"].toTensor();
-    const double scale = ctx->saved_data["scale"].toDouble();
+    const AttentionTrace trace(ctx);
+    const torch::Tensor &emb = trace.emb, &weights = trace.weights, &ch = trace.ch, &keys = trace.keys;
+    const torch::Tensor &values = trace.values, &lengths = trace.lengths;
+    const double scale = trace.scale;
     const int64_t T = stack.T, B = stack.B, H = stack.H, G = stack.G, E = emb.size(2), S = keys.size(1);
     const torch::TensorOptions opts = emb.options();
     const torch::Tensor d_features = grads[0].transpose(0, 1).contiguous();  // [T, B, H]
