@@ -33,6 +33,19 @@ void Seq2SeqImpl::set_fused(bool fused) {
   decoder->set_fused(fused);
 }
 
+void Seq2SeqImpl::initialize_uniform(double range) {
+  torch::NoGradGuard no_grad;
+  for (const auto& named : named_parameters()) {
+    torch::Tensor weight = named.value();
+    weight.uniform_(-range, range);
+    const std::string& name = named.key();
+    const std::string suffix = "embedding.weight";
+    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      weight[0].zero_();  // padding_idx 0
+    }
+  }
+}
+
 EncodedSource Seq2SeqImpl::encode(const torch::Tensor& src, const torch::Tensor& src_lengths) {
   const EncoderOutput encoded = encoder(src, src_lengths);
   return {decoder->attention().prepare(encoded.outputs, src_lengths), decoder->initial_state(encoded.state)};

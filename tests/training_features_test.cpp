@@ -82,6 +82,35 @@ TEST(AccumulationTest, OneUpdateWithTheMeanGradient) {
   }
 }
 
+TEST(ParamInitTest, EveryWeightUniformInTheRangeAndPaddingRowsZero) {
+  torch::manual_seed(5);
+  models::Seq2Seq model(models::Seq2SeqOptions(40, 30).embed_size(8).hidden_size(8).cell(models::CellKind::kLstm)
+                            .bidirectional(true).attention({models::AttentionKind::kGlobal, models::ScoreKind::kGeneral}));
+  std::vector<torch::Tensor> before;
+  for (const auto& p : model->parameters()) before.push_back(p.detach().clone());
+  model->initialize_uniform(0.05);
+  int embeddings = 0;
+  for (const auto& named : model->named_parameters()) {
+    const torch::Tensor& w = named.value();
+    EXPECT_LE(w.abs().max().item<double>(), 0.05) << named.key();
+    if (named.key().find("embedding.weight") != std::string::npos) {
+      ++embeddings;
+      EXPECT_EQ(w[0].abs().max().item<double>(), 0.0) << named.key();
+      // Everything else fills the range: LibTorch's N(0, 1) embeddings are long gone.
+      EXPECT_GT(w.slice(0, 1).abs().max().item<double>(), 0.045) << named.key();
+    }
+  }
+  EXPECT_EQ(embeddings, 2);
+  // U(-a, a) has variance a^2 / 3: over every weight the sample variance is within a few percent.
+  std::vector<torch::Tensor> flat;
+  for (const auto& p : model->parameters()) flat.push_back(p.detach().flatten());
+  const double variance = torch::cat(flat).var().item<double>();
+  EXPECT_NEAR(variance, 0.05 * 0.05 / 3, 0.05 * 0.05 / 3 * 0.05);
+  std::size_t changed = 0;
+  for (std::size_t i = 0; i < before.size(); ++i) changed += !torch::equal(before[i], model->parameters()[i]);
+  EXPECT_EQ(changed, before.size());
+}
+
 std::string scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / "luong_training_features_test" / std::to_string(::getpid()) / name;
   fs::remove_all(dir);
@@ -100,7 +129,7 @@ TEST(TrainingFeaturesTest, PapersAndPeersFeaturesTrainAndLoad) {
   const std::string dir = scratch("recipe");
   test::Subprocess train(kSmall + "--epochs 3 --cell lstm --layers 2 --dropout 0.2 --optimizer sgd --lr 1 "
                                   "--schedule halve-after --decay-after 1 --clip 5 --reverse-source --label-smoothing 0.1 "
-                                  "--tie-embeddings --average-last 2 --ema 0.99 --attention location --out " + dir,
+                                  "--tie-embeddings --average-last 2 --ema 0.99 --attention location --param-init 0.1 --out " + dir,
                          dir + ".log");
   ASSERT_EQ(train.wait(), 0) << train.output();
   for (const char* file : {"averaged_model.pt", "ema_model.pt", "epochs/model.2.pt", "epochs/model.3.pt", "checkpoint/ema.pt"}) {

@@ -209,6 +209,7 @@ void build_model(Session& s, bool resume) {
   torch::manual_seed(static_cast<std::uint64_t>(s.config.seed));
   s.model = models::Seq2Seq(s.config.model_options(static_cast<int64_t>(s.data.source_vocab->size()),
                                                    static_cast<int64_t>(s.data.target_vocab->size())));
+  if (s.config.param_init > 0) s.model->initialize_uniform(s.config.param_init);
   s.model->to(s.runtime.device, s.config.scalar_type());
   s.model->train();
   s.optimizer = make_optimizer(s.config, s.model->parameters());

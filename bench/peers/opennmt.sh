@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # OpenNMT-py 3.5.1 (RNN encoder-decoder, global attention with input feeding) on a luong run's exact
-# split and sentencepiece models, with the recipe's sizes as far as OpenNMT-py has them: bidirectional
-# GRU encoder ("brnn": OpenNMT-py splits hidden_size between the two directions, 128 each, because
-# its attention needs encoder and decoder of one size), GRU decoder 256 with input feeding, general
+# split and sentencepiece models, with the recipe's sizes as far as OpenNMT-py has them, and the run's
+# cell (GRU or LSTM, from its config.json): bidirectional encoder ("brnn": OpenNMT-py splits
+# hidden_size between the two directions, 128 each, because its attention needs encoder and decoder
+# of one size), a decoder of 256 with input feeding, general
 # attention, embeddings 256, dropout 0.3, label smoothing 0.1, Adam 2e-3 (constant), clip 5, batch 64
 # sentences, the last checkpoint; beam 5 with alpha 0.6 (its GNMT length penalty, as luong's) on the
 # test split. Its own environment: .peers/opennmt (bench/peers/install.sh). Prints one JSON line: BLEU
@@ -21,6 +22,10 @@ case $direction in
 esac
 [[ -x $python ]] || { echo "opennmt.sh: $python is missing: run bench/peers/install.sh" >&2; exit 2; }
 max_len=$(sed -nE 's/^ *"max_len": ([0-9]+).*/\1/p' "$run/config.json")
+# The luong run's cell (GRU or LSTM), so that both sides train the same kind of model, unless
+# OPENNMT_RNN_TYPE names the other.
+rnn_type=${OPENNMT_RNN_TYPE:-$(sed -nE 's/^ *"cell": "([a-z]+)".*/\1/p' "$run/config.json" | tr a-z A-Z)}
+[[ $rnn_type == GRU || $rnn_type == LSTM ]] || { echo "opennmt.sh: no cell in $run/config.json" >&2; exit 2; }
 rm -rf "$out"
 mkdir -p "$out/data"
 out=$(realpath "$out")
@@ -59,7 +64,7 @@ seed: $seed
 model_type: text
 encoder_type: brnn
 decoder_type: rnn
-rnn_type: GRU
+rnn_type: $rnn_type
 enc_layers: 1
 dec_layers: 1
 hidden_size: 256
@@ -103,7 +108,7 @@ trained=$(date +%s.%N)
 "$python" -m onmt.bin.translate -model "$out/model_step_$(( epochs * steps_per_epoch )).pt" -src "$out/data/test.sp.$src" \
   -output "$out/hyp.sp" -beam_size 5 -length_penalty wu -alpha 0.6 -max_length 60 -batch_size 64 \
   > "$out/test.stdout" 2>&1 || { tail -20 "$out/test.stdout" >&2; exit 1; }
-"$python" - "$out" "$src" "$trg" "$run" "$start" "$trained" "$steps_per_epoch" <<'PY'
+"$python" - "$out" "$src" "$trg" "$run" "$start" "$trained" "$steps_per_epoch" "$rnn_type" <<'PY'
 import json, re, sys
 import sacrebleu
 import sentencepiece as spm
@@ -122,7 +127,7 @@ train_tokens = sum(len(line.split()) + 1 for line in open(f"{out}/data/train.sp.
 epochs = reports[-1][0] // steps_per_epoch if reports else 0
 seconds = trained - start
 validation = sum(float(s) for s in re.findall(r"Validation .*?took ([\d.]+) s", log))
-print(json.dumps({"peer": "opennmt-py-3.5.1", "bleu": round(sacrebleu.corpus_bleu(hyp, [ref]).score, 2),
+print(json.dumps({"peer": "opennmt-py-3.5.1", "rnn_type": sys.argv[8], "bleu": round(sacrebleu.corpus_bleu(hyp, [ref]).score, 2),
                   "chrf": round(sacrebleu.corpus_chrf(hyp, [ref]).score, 2), "epochs": epochs,
                   "train_tokens_per_epoch": train_tokens,
                   "train_tokens_per_second_reported": round(sum(t for _, t in reports[1:]) / max(1, len(reports) - 1), 1),

@@ -91,6 +91,9 @@ class Seq2SeqImpl : public torch::nn::Module {
 
   /// Switches every module's fused kernels on or off (Seq2SeqOptions::fused).
   void set_fused(bool fused);
+  /// Redraws every parameter from U(-range, range) (OpenNMT-py's param_init), from LibTorch's global
+  /// generator; the embeddings' padding rows stay zero, as at construction.
+  void initialize_uniform(double range);
 
   Seq2SeqOptions options;
   Encoder encoder{nullptr};

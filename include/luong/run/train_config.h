@@ -132,6 +132,9 @@ enum class Schedule { kConstant, kHalveAfter, kInverseSqrt, kPlateau };
   X(std::int64_t, patience, 0, "patience", "training",                                                             \
     "stop after this many epochs without a better dev BLEU (0 = never)", ::luong::options::closed(0, 1e6),         \
     kMayChange)                                                                                                    \
+  X(double, param_init, 0.0, "param-init", "training",                                                              \
+    "draw every weight uniformly from [-x, x] (OpenNMT-py's param_init; 0 = LibTorch's per-module defaults)",       \
+    ::luong::options::closed(0, 10), kFixed)                                                                       \
   X(std::int64_t, seed, 0, "seed", "training", "random seed (split, initialisation, batch order)",                \
     ::luong::options::closed(0, 9.2e18), kFixed)                                                                   \
   X(std::string, out, "runs/latest", "out", "training", "run directory", ::luong::options::kAnyValue, kMayChange)  \
