@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "luong/models/seq2seq.h"
+#include "luong/run/run_directory.h"
 #include "luong/training/schedule.h"
 #include "luong/training/train_step.h"
 #include "luong/util/json.h"
@@ -154,6 +155,34 @@ TEST(TrainingFeaturesTest, PapersAndPeersFeaturesTrainAndLoad) {
   ASSERT_EQ(resume.wait(), 0) << resume.output();
   EXPECT_FALSE(fs::exists(dir + "/epochs/model.2.pt"));
   EXPECT_TRUE(fs::exists(dir + "/epochs/model.4.pt"));
+}
+
+// --param-init reaches the model that training starts from: after one SGD epoch at lr 1e-6 every
+// weight is still within the range, where LibTorch's N(0, 1) embeddings are far outside it.
+TEST(TrainingFeaturesTest, ParamInitIsWhatTrainingStartsFrom) {
+  const auto largest_weight = [](const std::string& dir, const std::string& which) {
+    const run::TrainedModel trained = run::load_trained_model(dir, torch::kCPU, run::WeightsChoice::kLast);
+    double largest = 0;
+    for (const auto& named : trained.model->named_parameters()) {
+      if (which.empty() || named.key().find(which) != std::string::npos) {
+        largest = std::max(largest, named.value().abs().max().item<double>());
+      }
+    }
+    return largest;
+  };
+  for (const bool uniform : {true, false}) {
+    const std::string dir = scratch(uniform ? "param-init" : "default-init");
+    test::Subprocess train(kSmall + "--epochs 1 --optimizer sgd --lr 1e-6 --clip 0 " +
+                               (uniform ? "--param-init 0.01 " : "") + "--out " + dir,
+                           dir + ".log");
+    ASSERT_EQ(train.wait(), 0) << train.output();
+    if (uniform) {
+      EXPECT_LE(largest_weight(dir, ""), 0.0101);
+      EXPECT_GT(largest_weight(dir, "embedding"), 0.009);
+    } else {
+      EXPECT_GT(largest_weight(dir, "embedding"), 1.0);
+    }
+  }
 }
 
 TEST(TrainingFeaturesTest, MaxTimeStopsBetweenEpochs) {
