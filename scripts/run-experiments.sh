@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Trains every attention x decoder combination of the README results table with the notebook's sizes
 # (hidden 64, embed 28, batch 32, 3000 train / 300 dev / 300 test pairs of <= 12 tokens, Adam 1e-3,
-# clip 1.0, 20 epochs) and writes docs/RESULTS.md. experiments/*.json are these runs' configs.
+# clip 1.0, 20 epochs) and prints the grid of docs/RESULTS.md's notebook section (also written to
+# runs/experiments/table.md). experiments/*.json are these runs' configs.
 #
 #   scripts/run-experiments.sh [luong binary]      (about 15 minutes on 2 cores)
 set -euo pipefail
@@ -10,6 +11,7 @@ luong=${1:-build/luong}
 corpus=../shared/data/tatoeba-ara-eng/ara-eng.tsv
 [[ -f $corpus ]] || { echo "run-experiments: $corpus not found" >&2; exit 2; }
 
+mkdir -p runs/experiments
 rows=()
 for decoder in luong bahdanau; do
   for attention in dot general concat local-m local-p; do
@@ -30,16 +32,11 @@ for decoder in luong bahdanau; do
   done
 done
 
+# The grid for docs/RESULTS.md's notebook section (the file holds other sections: it is not rewritten).
 {
-  echo "# Results"
-  echo
-  echo "Tatoeba ara-eng (../shared/data), English -> Arabic, the notebook's sizes: 3000 training pairs of at most"
-  echo "12 words, 300 dev, 300 test, hidden 64, embedding 28, batch 32, Adam 1e-3, clip 1.0, 20 epochs, seed 0,"
-  echo "2 threads (throughput is in BENCHMARKS.md). Test scores use the weights of the best dev-BLEU epoch. Produced by \`scripts/run-experiments.sh\`"
-  echo "(configs in experiments/)."
-  echo
   echo "| attention | decoder | train loss ep. 1 | train loss ep. 10 | best dev BLEU | test BLEU greedy | test BLEU beam 5 | test chrF | test ppl |"
   echo "|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
-} > docs/RESULTS.md
-echo "run-experiments: wrote docs/RESULTS.md" >&2
+} > runs/experiments/table.md
+cat runs/experiments/table.md
+echo "run-experiments: wrote runs/experiments/table.md (the grid of docs/RESULTS.md's notebook section)" >&2
