@@ -35,13 +35,11 @@ void Seq2SeqImpl::set_fused(bool fused) {
 
 void Seq2SeqImpl::initialize_uniform(double range) {
   torch::NoGradGuard no_grad;
-  for (const auto& named : named_parameters()) {
-    torch::Tensor weight = named.value();
-    weight.uniform_(-range, range);
-    const std::string& name = named.key();
-    const std::string suffix = "embedding.weight";
-    if (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      weight[0].zero_();  // padding_idx 0
+  for (torch::Tensor& weight : parameters()) weight.uniform_(-range, range);
+  // Each embedding knows its own padding row; LibTorch zeroes it at construction, and so do we.
+  for (const auto& module : modules()) {
+    if (auto* embedding = module->as<torch::nn::Embedding>()) {
+      if (const auto padding = embedding->options.padding_idx()) embedding->weight[*padding].zero_();
     }
   }
 }
