@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "luong/models/matrix_products.h"
 #include "luong/util/vector_math.h"
 
 namespace luong::models {
@@ -328,14 +329,18 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
   // x [B, S, I], lengths [B] -> outputs [B, S, H], final h [B, H] (and c [B, H] for LSTM, else empty)
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& lengths_in,
                                const torch::Tensor& w_ih, const torch::Tensor& w_hh, const torch::Tensor& b_ih,
-                               const torch::Tensor& b_hh, bool lstm, bool reverse) {
+                               const torch::Tensor& b_hh, bool lstm, bool reverse, bool bf16) {
     const int64_t G = lstm ? 4 : 3, Z = lstm ? 5 : 4;  // gates, saved values per unit
+    const MatrixProducts products{bf16};
     const SequenceShape shape{x_in.size(0), x_in.size(1), x_in.size(2), w_hh.size(1), reverse};
     const int64_t B = shape.B, S = shape.S, I = shape.I, H = shape.H;
     const torch::Tensor lengths = to_lengths(lengths_in);
     check_inputs(lengths, B, S);
     const torch::Tensor x = x_in.transpose(0, 1).contiguous();                    // [S, B, I]
-    const torch::Tensor gi = torch::addmm(b_ih, x.view({S * B, I}), w_ih.t());   // [S*B, G*H] by time
+    // The weights and x as the products take them, converted once here and kept for the backward pass.
+    const torch::Tensor x_operand = products.operand(x), w_ih_operand = products.operand(w_ih.detach());
+    const torch::Tensor w_hh_operand = products.operand(w_hh.detach());
+    const torch::Tensor gi = products.addmm(b_ih, x_operand.view({S * B, I}), w_ih_operand.t());  // [S*B, G*H] by time
     torch::Tensor states = torch::zeros({S + 1, B, H}, x.options());             // by slot: h before slot k is [k]
     torch::Tensor cells = lstm ? torch::zeros({S + 1, B, H}, x.options()) : torch::Tensor();
     torch::Tensor saved = torch::empty({S, B, Z * H}, x.options());              // by slot
@@ -346,13 +351,13 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
       bool* act = step_ptr<bool>(active, t);
       for (int64_t b = 0; b < B; ++b) act[b] = t < len[b];
     }
-    const torch::Tensor w_hh_t = w_hh.detach().t(), bias_hh = b_hh.detach();
+    const torch::Tensor w_hh_t = w_hh_operand.t(), bias_hh = b_hh.detach();
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_recurrent_sequence", [&] {
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
         torch::Tensor gh = torch::empty({rows, G * H}, x.options());
         for (int64_t k = 0; k < S; ++k) {
           const int64_t t = shape.time(k);
-          torch::addmm_out(gh, bias_hh, step_rows(states, k, B, first, rows), w_hh_t);
+          products.addmm_out(gh, bias_hh, step_rows(states, k, B, first, rows), w_hh_t);
           const bool* act = step_ptr<bool>(active, t) + first;
           const scalar_t* g_in = step_ptr<scalar_t>(gi, t * B) + first * G * H;
           scalar_t* h = step_ptr<scalar_t>(states, k + 1) + first * H;
@@ -371,22 +376,23 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
         }
       });
     });
-    ctx->saved_data["x"] = x;
+    ctx->saved_data["x"] = x_operand;
     ctx->saved_data["states"] = states;
     ctx->saved_data["cells"] = cells;
     ctx->saved_data["saved"] = saved;
     ctx->saved_data["active"] = active;
-    ctx->saved_data["w_ih"] = w_ih;
-    ctx->saved_data["w_hh"] = w_hh;
+    ctx->saved_data["w_ih"] = w_ih_operand;
+    ctx->saved_data["w_hh"] = w_hh_operand;
     ctx->saved_data["lstm"] = lstm;
     ctx->saved_data["reverse"] = reverse;
+    ctx->saved_data["bf16"] = bf16;
     // (autograd outputs must be defined: a GRU's cell output is an empty tensor)
     return {outputs.transpose(0, 1).contiguous(), states[S].clone(),
             lstm ? cells[S].clone() : torch::empty({0}, x.options())};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const torch::Tensor x = ctx->saved_data["x"].toTensor();
+    const torch::Tensor x = ctx->saved_data["x"].toTensor();  // as the products take it
     const torch::Tensor states = ctx->saved_data["states"].toTensor();
     const torch::Tensor cells = ctx->saved_data["cells"].toTensor();
     const torch::Tensor saved = ctx->saved_data["saved"].toTensor();
@@ -396,19 +402,21 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
     const bool lstm = ctx->saved_data["lstm"].toBool();
     const SequenceShape shape{x.size(1), x.size(0), x.size(2), w_hh.size(1), ctx->saved_data["reverse"].toBool()};
     const int64_t S = shape.S, B = shape.B, I = shape.I, H = shape.H, G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
+    const torch::TensorOptions opts = states.options();  // the model's dtype (x may be a bf16 operand)
     const torch::Tensor d_outputs = grads[0].defined() ? grads[0].transpose(0, 1).contiguous()
-                                                       : torch::zeros({S, B, H}, x.options());
-    const torch::Tensor d_last = grads[1].defined() ? grads[1].contiguous() : torch::zeros({B, H}, x.options());
-    const torch::Tensor d_cell = lstm && grads[2].defined() ? grads[2].contiguous() : torch::zeros({B, H}, x.options());
-    torch::Tensor dgi = torch::empty({S, B, G * H}, x.options());                      // by time
-    torch::Tensor dgh = lstm ? torch::Tensor() : torch::empty({S, B, G * H}, x.options());  // by slot (GRU only)
-    const torch::Tensor w_hh_d = w_hh.detach();
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_recurrent_sequence_backward", [&] {
+                                                       : torch::zeros({S, B, H}, opts);
+    const torch::Tensor d_last = grads[1].defined() ? grads[1].contiguous() : torch::zeros({B, H}, opts);
+    const torch::Tensor d_cell = lstm && grads[2].defined() ? grads[2].contiguous() : torch::zeros({B, H}, opts);
+    torch::Tensor dgi = torch::empty({S, B, G * H}, opts);                      // by time
+    torch::Tensor dgh = lstm ? torch::Tensor() : torch::empty({S, B, G * H}, opts);  // by slot (GRU only)
+    const MatrixProducts products{ctx->saved_data["bf16"].toBool()};
+    const torch::Tensor& w_hh_d = w_hh;
+    AT_DISPATCH_FLOATING_TYPES(states.scalar_type(), "fused_recurrent_sequence_backward", [&] {
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
         torch::Tensor dh = d_last.narrow(0, first, rows).clone();  // gradient of the state after slot k
         torch::Tensor dc = d_cell.narrow(0, first, rows).clone();
-        torch::Tensor dh_step = torch::empty({rows, H}, x.options());
-        torch::Tensor dc_step = torch::empty({rows, H}, x.options());
+        torch::Tensor dh_step = torch::empty({rows, H}, opts);
+        torch::Tensor dc_step = torch::empty({rows, H}, opts);
         for (int64_t k = S - 1; k >= 0; --k) {
           const int64_t t = shape.time(k);
           // The output at time t is the state after slot k where active, a constant zero elsewhere.
@@ -424,33 +432,33 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
           if (lstm) {
             lstm_backward(g, dc.data_ptr<scalar_t>(), z, step_ptr<scalar_t>(cells, k) + first * H, dgates,
                           dh_step.data_ptr<scalar_t>(), dc_step.data_ptr<scalar_t>(), act, rows, H);
-            dh_step.addmm_(step_rows(dgi, t, B, first, rows), w_hh_d);
+            products.add_mm_(dh_step, step_rows(dgi, t, B, first, rows), w_hh_d);
             std::swap(dc, dc_step);
           } else {
             gates_backward(g, z, step_ptr<scalar_t>(states, k) + first * H, dgates,
                            step_ptr<scalar_t>(dgh, k) + first * G * H, dh_step.data_ptr<scalar_t>(), act, rows, H);
-            dh_step.addmm_(step_rows(dgh, k, B, first, rows), w_hh_d);
+            products.add_mm_(dh_step, step_rows(dgh, k, B, first, rows), w_hh_d);
           }
           std::swap(dh, dh_step);
         }
       });
     });
     const torch::Tensor dgi_flat = dgi.view({S * B, G * H});
-    const torch::Tensor dx = dgi_flat.mm(w_ih).view({S, B, I}).transpose(0, 1);
-    const torch::Tensor dw_ih = dgi_flat.t().mm(x.view({S * B, I}));
+    const torch::Tensor dx = products.mm(dgi_flat, w_ih).view({S, B, I}).transpose(0, 1);
+    const torch::Tensor dw_ih = products.mm(dgi_flat.t(), x.view({S * B, I}));
     const torch::Tensor previous_states = states.narrow(0, 0, S).reshape({S * B, H});  // by slot
     torch::Tensor dw_hh, db_hh;
     if (lstm) {
       // The gh gradients are the gi ones, but by slot: reorder to pair them with the states.
       const torch::Tensor by_slot = shape.reverse ? dgi.flip(0).reshape({S * B, G * H}) : dgi_flat;
-      dw_hh = by_slot.t().mm(previous_states);
+      dw_hh = products.mm(by_slot.t(), previous_states);
       db_hh = dgi_flat.sum(0);
     } else {
       const torch::Tensor dgh_flat = dgh.view({S * B, G * H});
-      dw_hh = dgh_flat.t().mm(previous_states);
+      dw_hh = products.mm(dgh_flat.t(), previous_states);
       db_hh = dgh_flat.sum(0);
     }
-    return {dx, torch::Tensor(), dw_ih, dw_hh, dgi_flat.sum(0), db_hh, torch::Tensor(), torch::Tensor()};
+    return {dx, torch::Tensor(), dw_ih, dw_hh, dgi_flat.sum(0), db_hh, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -465,14 +473,17 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
 struct DecoderStack {
   int64_t L = 0, T = 0, B = 0, H = 0, G = 0, Z = 0;
   bool lstm = false, masked_between = false;
-  std::vector<torch::Tensor> weights;                 // as given, for the weight gradients
-  std::vector<torch::Tensor> w_ih, w_hh, b_ih, b_hh;  // detached, per layer (once: a step is microseconds)
+  MatrixProducts products;
+  std::vector<torch::Tensor> weights;                 // as given (in backward: as saved)
+  std::vector<torch::Tensor> w_ih, w_hh, b_ih, b_hh;  // detached (w_ih, w_hh as products' operands), per
+                                                      // layer (once: a step is microseconds)
   std::vector<torch::Tensor> w_ih_t, w_hh_t;          // their transposes
   std::vector<torch::Tensor> states, cells, saved, inputs;
   torch::Tensor between;                              // [L - 1, T, B, H] or empty
 
   DecoderStack(at::TensorList cell_weights, const torch::Tensor& h0, const torch::Tensor& c0,
-               const torch::Tensor& between_mask, int64_t steps, bool is_lstm) {
+               const torch::Tensor& between_mask, int64_t steps, bool is_lstm, bool bf16)
+      : products{bf16} {
     weights = cell_weights.vec();
     L = static_cast<int64_t>(weights.size()) / 4;
     TORCH_CHECK(L >= 1 && static_cast<int64_t>(weights.size()) == 4 * L, "fused decoder: 4 tensors per layer");
@@ -497,8 +508,8 @@ struct DecoderStack {
 
   void detach_weights() {
     for (int64_t l = 0; l < L; ++l) {
-      w_ih.push_back(weights[4 * l].detach());
-      w_hh.push_back(weights[4 * l + 1].detach());
+      w_ih.push_back(products.operand(weights[4 * l].detach()));
+      w_hh.push_back(products.operand(weights[4 * l + 1].detach()));
       b_ih.push_back(weights[4 * l + 2].detach());
       b_hh.push_back(weights[4 * l + 3].detach());
       w_ih_t.push_back(w_ih[l].t());
@@ -507,16 +518,21 @@ struct DecoderStack {
   }
 
   void save(AutogradContext* ctx) const {
-    ctx->saved_data["stack_weights"] = weights;
+    // The products' operands (converted once, in the forward pass) and the biases.
+    std::vector<torch::Tensor> operands;
+    for (int64_t l = 0; l < L; ++l) operands.insert(operands.end(), {w_ih[l], w_hh[l], b_ih[l], b_hh[l]});
+    ctx->saved_data["stack_weights"] = operands;
     ctx->saved_data["states"] = states;
     ctx->saved_data["cells"] = cells;
     ctx->saved_data["saved"] = saved;
     ctx->saved_data["inputs"] = inputs;
     ctx->saved_data["between"] = between;
     ctx->saved_data["lstm"] = lstm;
+    ctx->saved_data["bf16"] = products.bf16;
   }
   explicit DecoderStack(AutogradContext* ctx)
-      : weights(ctx->saved_data["stack_weights"].toTensorVector()),
+      : products{ctx->saved_data["bf16"].toBool()},
+        weights(ctx->saved_data["stack_weights"].toTensorVector()),
         states(ctx->saved_data["states"].toTensorVector()),
         cells(ctx->saved_data["cells"].toTensorVector()),
         saved(ctx->saved_data["saved"].toTensorVector()),
@@ -541,9 +557,9 @@ struct DecoderStack {
         if (masked_between) {
           torch::mul_out(input, step_rows(states[l - 1], t + 1, B, first, rows), step_rows(between[l - 1], t, B, first, rows));
         }
-        torch::addmm_out(gi, b_ih[l], input, w_ih_t[l]);
+        products.addmm_out(gi, b_ih[l], input, w_ih_t[l]);
       }
-      torch::addmm_out(gh, b_hh[l], step_rows(states[l], t, B, first, rows), w_hh_t[l]);
+      products.addmm_out(gh, b_hh[l], step_rows(states[l], t, B, first, rows), w_hh_t[l]);
       scalar_t* h = step_ptr<scalar_t>(states[l], t + 1) + first * H;
       scalar_t* z = step_ptr<scalar_t>(saved[l], t) + first * Z * H;
       if (lstm) {
@@ -594,9 +610,9 @@ struct DecoderStack {
                        step_ptr<scalar_t>(dgi[l], t) + first * G * H, step_ptr<scalar_t>(dgh[l], t) + first * G * H,
                        c.dh[l].data_ptr<scalar_t>(), nullptr, rows, H);
       }
-      c.dh[l].addmm_(step_rows(dgh[l], t, B, first, rows), w_hh[l]);
+      products.add_mm_(c.dh[l], step_rows(dgh[l], t, B, first, rows), w_hh[l]);
       if (l > 0) {
-        torch::mm_out(dh_step, step_rows(dgi[l], t, B, first, rows), w_ih[l]);
+        products.mm_out(dh_step, step_rows(dgi[l], t, B, first, rows), w_ih[l]);
         if (masked_between) dh_step.mul_(step_rows(between[l - 1], t, B, first, rows));
       }
     }
@@ -618,8 +634,8 @@ struct DecoderStack {
                                const std::vector<torch::Tensor>& dgh, const torch::Tensor& dw_ih0) const {
     for (int64_t l = 0; l < L; ++l) {
       const torch::Tensor dgi_flat = dgi[l].view({T * B, G * H}), dgh_flat = dgh[l].view({T * B, G * H});
-      out.push_back(l == 0 ? dw_ih0 : dgi_flat.t().mm(inputs[l - 1].reshape({T * B, H})));
-      out.push_back(dgh_flat.t().mm(states[l].narrow(0, 0, T).reshape({T * B, H})));
+      out.push_back(l == 0 ? dw_ih0 : products.mm(dgi_flat.t(), inputs[l - 1].reshape({T * B, H})));
+      out.push_back(products.mm(dgh_flat.t(), states[l].narrow(0, 0, T).reshape({T * B, H})));
       out.push_back(dgi_flat.sum(0));
       out.push_back(dgh_flat.sum(0));
     }
@@ -660,9 +676,10 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
                                const torch::Tensor& c0, const torch::Tensor& keys_in, const torch::Tensor& values_in,
                                const torch::Tensor& lengths_in, at::TensorList cell_weights,
                                const torch::Tensor& wc_weight, const torch::Tensor& wc_bias, const torch::Tensor& mask,
-                               const torch::Tensor& between_mask, double scale, bool lstm) {
+                               const torch::Tensor& between_mask, double scale, bool lstm, bool bf16) {
     const int64_t B = embedded.size(0), T = embedded.size(1), E = embedded.size(2), S = keys_in.size(1);
-    const DecoderStack stack(cell_weights, h0, c0, between_mask, T, lstm);
+    const DecoderStack stack(cell_weights, h0, c0, between_mask, T, lstm, bf16);
+    const MatrixProducts& products = stack.products;
     const int64_t H = stack.H, G = stack.G;
     TORCH_CHECK(cell_weights[0].size(1) == E + H, "fused decoder: the recurrent input must be [embedding; h~]");
     TORCH_CHECK(S <= kMaxSourceLength, "fused decoder: source longer than ", kMaxSourceLength);
@@ -672,7 +689,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const torch::Tensor keys = keys_in.contiguous(), values = values_in.contiguous();
     const torch::TensorOptions opts = embedded.options();
     const torch::Tensor emb = embedded.transpose(0, 1).contiguous();  // [T, B, E]
-    const torch::Tensor ge = torch::addmm(cell_weights[2], emb.view({T * B, E}), cell_weights[0].narrow(1, 0, E).t());
+    const torch::Tensor ge = products.addmm(cell_weights[2], emb.view({T * B, E}), stack.w_ih[0].narrow(1, 0, E).t());
     torch::Tensor attentional = torch::empty({T + 1, B, H}, opts);  // h~_0 .. h~_T (masked)
     torch::Tensor unmasked = masked ? torch::empty({T, B, H}, opts) : torch::empty({0}, opts);
     torch::Tensor weights = torch::empty({T, B, S}, opts);
@@ -680,21 +697,22 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const torch::Tensor drop = masked ? mask.transpose(0, 1).contiguous() : mask;  // [T, B, H]
     attentional[0].zero_();
     const torch::Tensor w_feed_t = stack.layer0_recurrent_input(E).t();
-    const torch::Tensor wc_t = wc_weight.detach().t(), bias_c = wc_bias.detach();
+    const torch::Tensor wc_operand = products.operand(wc_weight.detach());
+    const torch::Tensor wc_t = wc_operand.t(), bias_c = wc_bias.detach();
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced", [&] {
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
         torch::Tensor gi = torch::empty({rows, G * H}, opts);
         torch::Tensor gh = torch::empty({rows, G * H}, opts);
         for (int64_t t = 0; t < T; ++t) {
-          torch::addmm_out(gi, step_rows(ge, t, B, first, rows), step_rows(attentional, t, B, first, rows), w_feed_t);
+          products.addmm_out(gi, step_rows(ge, t, B, first, rows), step_rows(attentional, t, B, first, rows), w_feed_t);
           stack.forward_step<scalar_t>(t, first, rows, gi, gh);
           attention_forward(step_ptr<scalar_t>(top, t + 1) + first * H, keys.data_ptr<scalar_t>() + first * S * H,
                             values.data_ptr<scalar_t>() + first * S * H, lengths.data_ptr<int64_t>() + first,
                             static_cast<scalar_t>(scale), step_ptr<scalar_t>(weights, t) + first * S,
                             step_ptr<scalar_t>(ch, t) + first * 2 * H, rows, S, H);
           torch::Tensor next = step_rows(attentional, t + 1, B, first, rows);
-          torch::addmm_out(next, bias_c, step_rows(ch, t, B, first, rows), wc_t);
+          products.addmm_out(next, bias_c, step_rows(ch, t, B, first, rows), wc_t);
           next.tanh_();
           if (masked) {
             step_rows(unmasked, t, B, first, rows).copy_(next);
@@ -708,7 +726,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     ctx->saved_data["attentional"] = attentional;
     ctx->saved_data["unmasked"] = unmasked;
     ctx->saved_data["drop"] = drop;
-    ctx->saved_data["wc_weight"] = wc_weight;
+    ctx->saved_data["wc_weight"] = wc_operand;
     return {attentional.narrow(0, 1, T).transpose(0, 1).contiguous()};
   }
 
@@ -731,7 +749,9 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     torch::Tensor dkeys = torch::zeros_like(keys), dvalues = torch::zeros_like(values);
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
-    const torch::Tensor w_feed = stack.layer0_recurrent_input(E), wc_d = wc_weight.detach();
+    const MatrixProducts& products = stack.products;
+    const torch::Tensor w_feed = stack.layer0_recurrent_input(E);
+    const torch::Tensor& wc_d = wc_weight;  // the products' operand, as saved
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
       const auto s = static_cast<scalar_t>(scale);
@@ -753,7 +773,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
             tanh_backward(d_att, step_ptr<scalar_t>(attentional, t + 1) + first * H,
                           step_ptr<scalar_t>(dpre, t) + first * H, rows * H);
           }
-          torch::mm_out(dch, step_rows(dpre, t, B, first, rows), wc_d);
+          products.mm_out(dch, step_rows(dpre, t, B, first, rows), wc_d);
           // dh_step: the query's and Wc's paths to the top layer's h_t.
           attention_backward(dch.data_ptr<scalar_t>(), step_ptr<scalar_t>(top, t + 1) + first * H,
                              keys.data_ptr<scalar_t>() + first * S * H, values.data_ptr<scalar_t>() + first * S * H,
@@ -761,20 +781,23 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
                              dh_step.data_ptr<scalar_t>(), dkeys.data_ptr<scalar_t>() + first * S * H,
                              dvalues.data_ptr<scalar_t>() + first * S * H, rows, S, H);
           stack.backward_step<scalar_t>(t, first, rows, dh_step, carried, dgi, dgh);
-          torch::mm_out(d_attentional, step_rows(dgi[0], t, B, first, rows), w_feed);
+          products.mm_out(d_attentional, step_rows(dgi[0], t, B, first, rows), w_feed);
         }
       });
     });
     const torch::Tensor dgi0 = dgi[0].view({T * B, G * H});
     const torch::Tensor w_embed = stack.w_ih[0].narrow(1, 0, E);
-    variable_list result = {dgi0.mm(w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0, dkeys, dvalues, torch::Tensor()};
+    variable_list result = {products.mm(dgi0, w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0, dkeys, dvalues,
+                            torch::Tensor()};
     stack.append_weight_gradients(
         result, dgi, dgh,
-        torch::cat({dgi0.t().mm(emb.view({T * B, E})), dgi0.t().mm(attentional.narrow(0, 0, T).reshape({T * B, H}))}, 1));
+        torch::cat({products.mm(dgi0.t(), emb.view({T * B, E})),
+                    products.mm(dgi0.t(), attentional.narrow(0, 0, T).reshape({T * B, H}))},
+                   1));
     const torch::Tensor dpre_flat = dpre.view({T * B, H});
-    result.push_back(dpre_flat.t().mm(ch.view({T * B, 2 * H})));
+    result.push_back(products.mm(dpre_flat.t(), ch.view({T * B, 2 * H})));
     result.push_back(dpre_flat.sum(0));
-    for (int i = 0; i < 4; ++i) result.emplace_back();  // the masks, scale, lstm
+    for (int i = 0; i < 5; ++i) result.emplace_back();  // the masks, scale, lstm, bf16
     return result;
   }
 };
@@ -786,9 +809,10 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& embedded, const torch::Tensor& h0,
                                const torch::Tensor& c0, const torch::Tensor& keys_in, const torch::Tensor& values_in,
                                const torch::Tensor& lengths_in, at::TensorList cell_weights,
-                               const torch::Tensor& between_mask, double scale, bool lstm) {
+                               const torch::Tensor& between_mask, double scale, bool lstm, bool bf16) {
     const int64_t B = embedded.size(0), T = embedded.size(1), E = embedded.size(2), S = keys_in.size(1);
-    const DecoderStack stack(cell_weights, h0, c0, between_mask, T, lstm);
+    const DecoderStack stack(cell_weights, h0, c0, between_mask, T, lstm, bf16);
+    const MatrixProducts& products = stack.products;
     const int64_t H = stack.H, G = stack.G;
     TORCH_CHECK(cell_weights[0].size(1) == E + H, "fused decoder: the recurrent input must be [embedding; context]");
     TORCH_CHECK(S <= kMaxSourceLength, "fused decoder: source longer than ", kMaxSourceLength);
@@ -797,7 +821,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     const torch::Tensor keys = keys_in.contiguous(), values = values_in.contiguous();
     const torch::TensorOptions opts = embedded.options();
     const torch::Tensor emb = embedded.transpose(0, 1).contiguous();  // [T, B, E]
-    const torch::Tensor ge = torch::addmm(cell_weights[2], emb.view({T * B, E}), cell_weights[0].narrow(1, 0, E).t());
+    const torch::Tensor ge = products.addmm(cell_weights[2], emb.view({T * B, E}), stack.w_ih[0].narrow(1, 0, E).t());
     torch::Tensor weights = torch::empty({T, B, S}, opts);
     torch::Tensor ch = torch::empty({T, B, 2 * H}, opts);  // [c_t; h_{t-1}]
     const torch::Tensor w_context_t = stack.layer0_recurrent_input(E).t();
@@ -811,8 +835,8 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
                             values.data_ptr<scalar_t>() + first * S * H, lengths.data_ptr<int64_t>() + first,
                             static_cast<scalar_t>(scale), step_ptr<scalar_t>(weights, t) + first * S,
                             step_ptr<scalar_t>(ch, t) + first * 2 * H, rows, S, H);
-          torch::addmm_out(gi, step_rows(ge, t, B, first, rows), step_rows(ch, t, B, first, rows).narrow(1, 0, H),
-                           w_context_t);
+          products.addmm_out(gi, step_rows(ge, t, B, first, rows), step_rows(ch, t, B, first, rows).narrow(1, 0, H),
+                             w_context_t);
           stack.forward_step<scalar_t>(t, first, rows, gi, gh);
         }
       });
@@ -835,6 +859,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     torch::Tensor dkeys = torch::zeros_like(keys), dvalues = torch::zeros_like(values);
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
+    const MatrixProducts& products = stack.products;
     const torch::Tensor w_context = stack.layer0_recurrent_input(E);
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced_backward", [&] {
@@ -848,7 +873,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
           dh_step.copy_(step_rows(d_features, t, B, first, rows));
           stack.backward_step<scalar_t>(t, first, rows, dh_step, carried, dgi, dgh);
           torch::Tensor d_context = dch.narrow(1, 0, H);
-          torch::mm_out(d_context, step_rows(dgi[0], t, B, first, rows), w_context);
+          products.mm_out(d_context, step_rows(dgi[0], t, B, first, rows), w_context);
           attention_backward(dch.data_ptr<scalar_t>(), step_ptr<scalar_t>(top, t) + first * H,
                              keys.data_ptr<scalar_t>() + first * S * H, values.data_ptr<scalar_t>() + first * S * H,
                              lengths.data_ptr<int64_t>() + first, s, step_ptr<scalar_t>(weights, t) + first * S,
@@ -860,31 +885,19 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     });
     const torch::Tensor dgi0 = dgi[0].view({T * B, G * H});
     const torch::Tensor w_embed = stack.w_ih[0].narrow(1, 0, E);
-    variable_list result = {dgi0.mm(w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0, dkeys, dvalues, torch::Tensor()};
+    variable_list result = {products.mm(dgi0, w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0, dkeys, dvalues,
+                            torch::Tensor()};
     stack.append_weight_gradients(
         result, dgi, dgh,
-        torch::cat({dgi0.t().mm(emb.view({T * B, E})), dgi0.t().mm(ch.narrow(2, 0, H).reshape({T * B, H}))}, 1));
-    for (int i = 0; i < 3; ++i) result.emplace_back();  // the mask, scale, lstm
+        torch::cat({products.mm(dgi0.t(), emb.view({T * B, E})),
+                    products.mm(dgi0.t(), ch.narrow(2, 0, H).reshape({T * B, H}))},
+                   1));
+    for (int i = 0; i < 4; ++i) result.emplace_back();  // the mask, scale, lstm, bf16
     return result;
   }
 };
 
 }  // namespace
-
-std::pair<torch::Tensor, torch::Tensor> fused_gru_sequence(const torch::Tensor& x, const torch::Tensor& lengths,
-                                                           const GruWeights& gru) {
-  TORCH_CHECK(x.device().is_cpu(), "fused_gru_sequence runs on the CPU");
-  variable_list out = RecurrentSequenceFunction::apply(x, lengths, gru.w_ih, gru.w_hh, gru.b_ih, gru.b_hh, false, false);
-  return {out[0], out[1]};
-}
-
-FusedLayerOutput fused_recurrent_layer(const torch::Tensor& x, const torch::Tensor& lengths, const GruWeights& weights,
-                                       bool lstm, bool reverse) {
-  TORCH_CHECK(x.device().is_cpu(), "fused_recurrent_layer runs on the CPU");
-  variable_list out =
-      RecurrentSequenceFunction::apply(x, lengths, weights.w_ih, weights.w_hh, weights.b_ih, weights.b_hh, lstm, reverse);
-  return {out[0], out[1], lstm ? out[2] : torch::Tensor()};
-}
 
 namespace {
 
@@ -897,6 +910,21 @@ std::vector<torch::Tensor> flat_weights(const std::vector<CellWeights>& layers) 
 
 }  // namespace
 
+std::pair<torch::Tensor, torch::Tensor> fused_gru_sequence(const torch::Tensor& x, const torch::Tensor& lengths,
+                                                           const GruWeights& gru) {
+  const FusedLayerOutput out = fused_recurrent_layer(x, lengths, gru, false, false);
+  return {out.outputs, out.hidden};
+}
+
+FusedLayerOutput fused_recurrent_layer(const torch::Tensor& x, const torch::Tensor& lengths, const GruWeights& weights,
+                                       bool lstm, bool reverse) {
+  TORCH_CHECK(x.device().is_cpu(), "fused_recurrent_layer runs on the CPU");
+  const FusedKernelCall call(weights.w_ih);
+  variable_list out = RecurrentSequenceFunction::apply(call.input(x), lengths, weights.w_ih, weights.w_hh, weights.b_ih,
+                                                       weights.b_hh, lstm, reverse, call.bf16);
+  return {out[0], out[1], lstm ? out[2] : torch::Tensor()};
+}
+
 torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0, const torch::Tensor& c0,
                                          const torch::Tensor& keys, const torch::Tensor& values,
                                          const torch::Tensor& src_lengths, const std::vector<CellWeights>& layers,
@@ -904,13 +932,14 @@ torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const to
                                          double scale, const torch::Tensor& dropout_mask,
                                          const torch::Tensor& between_layers_mask) {
   TORCH_CHECK(embedded.device().is_cpu(), "fused_luong_teacher_forced runs on the CPU");
+  const FusedKernelCall call(wc_weight);
   const std::vector<torch::Tensor> cell_weights = flat_weights(layers);
-  const torch::Tensor empty = torch::empty({0}, embedded.options());
-  const auto or_empty = [&](const torch::Tensor& t) { return t.defined() ? t : empty; };
-  return LuongTeacherForcedFunction::apply(embedded, h0, lstm ? c0 : empty, keys, values, src_lengths,
-                                           at::TensorList(cell_weights),
-                                           wc_weight, wc_bias, or_empty(dropout_mask), or_empty(between_layers_mask),
-                                           scale, lstm)[0];
+  const torch::Tensor empty = torch::empty({0}, wc_weight.options());
+  const auto or_empty = [&](const torch::Tensor& t) { return t.defined() ? call.input(t) : empty; };
+  return LuongTeacherForcedFunction::apply(call.input(embedded), call.input(h0), lstm ? call.input(c0) : empty,
+                                           call.input(keys), call.input(values), src_lengths,
+                                           at::TensorList(cell_weights), wc_weight, wc_bias, or_empty(dropout_mask),
+                                           or_empty(between_layers_mask), scale, lstm, call.bf16)[0];
 }
 
 torch::Tensor fused_bahdanau_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0,
@@ -919,12 +948,13 @@ torch::Tensor fused_bahdanau_teacher_forced(const torch::Tensor& embedded, const
                                             const std::vector<CellWeights>& layers, bool lstm, double scale,
                                             const torch::Tensor& between_layers_mask) {
   TORCH_CHECK(embedded.device().is_cpu(), "fused_bahdanau_teacher_forced runs on the CPU");
+  const FusedKernelCall call(layers.at(0).w_ih);
   const std::vector<torch::Tensor> cell_weights = flat_weights(layers);
-  const torch::Tensor empty = torch::empty({0}, embedded.options());
-  return BahdanauTeacherForcedFunction::apply(embedded, h0, lstm ? c0 : empty, keys, values, src_lengths,
-                                              at::TensorList(cell_weights),
-                                              between_layers_mask.defined() ? between_layers_mask : empty, scale,
-                                              lstm)[0];
+  const torch::Tensor empty = torch::empty({0}, layers[0].w_ih.options());
+  return BahdanauTeacherForcedFunction::apply(
+      call.input(embedded), call.input(h0), lstm ? call.input(c0) : empty, call.input(keys), call.input(values),
+      src_lengths, at::TensorList(cell_weights),
+      between_layers_mask.defined() ? call.input(between_layers_mask) : empty, scale, lstm, call.bf16)[0];
 }
 
 }  // namespace luong::models

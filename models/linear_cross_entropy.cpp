@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "luong/models/matrix_products.h"
 #include "luong/models/row_exponentials.h"
 
 #include <algorithm>
@@ -36,8 +37,11 @@ void for_each_slice(std::size_t count, const Body& body) {
 
 struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropyFunction> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& weight_in,
-                               const torch::Tensor& bias_in, const torch::Tensor& targets_in, double smoothing) {
-    const torch::Tensor x = x_in.detach().contiguous(), weight = weight_in.detach(), bias = bias_in.detach();
+                               const torch::Tensor& bias_in, const torch::Tensor& targets_in, double smoothing,
+                               bool bf16) {
+    const MatrixProducts products{bf16};
+    const torch::Tensor x = x_in.detach().contiguous(), bias = bias_in.detach();
+    const torch::Tensor weight = products.operand(weight_in.detach()), x_operand = products.operand(x);
     const torch::Tensor targets = targets_in.to(torch::kLong).contiguous();
     const int64_t N = x.size(0), V = weight.size(0);
     TORCH_CHECK(targets.dim() == 1 && targets.size(0) == N, "linear_cross_entropy: targets must be [N]");
@@ -48,13 +52,13 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
     }
     const std::vector<Slice> slices = vocabulary_slices(V);
     std::vector<torch::Tensor> probs(slices.size()), maxima(slices.size()), sums(slices.size()), logit_sums(slices.size());
-    torch::Tensor target_logit = torch::zeros({N}, x.options());
+    torch::Tensor target_logit = torch::zeros({N}, x.options());  // the softmax and loss in x's dtype
     const int64_t* tgt = targets.data_ptr<int64_t>();
     // Pass 1 per slice: logits, their row maxima, exp(logit - slice maximum) and its row sums.
     for_each_slice(slices.size(), [&](std::size_t s) {
       const Slice slice = slices[s];
-      torch::Tensor logits = torch::addmm(bias.narrow(0, slice.begin, slice.end - slice.begin), x,
-                                          weight.narrow(0, slice.begin, slice.end - slice.begin).t());
+      torch::Tensor logits = products.addmm(bias.narrow(0, slice.begin, slice.end - slice.begin), x_operand,
+                                            weight.narrow(0, slice.begin, slice.end - slice.begin).t());
       AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "linear_cross_entropy_targets", [&] {
         const scalar_t* l = logits.data_ptr<scalar_t>();
         scalar_t* out = target_logit.data_ptr<scalar_t>();
@@ -106,6 +110,7 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
     for (const Slice& slice : slices) bounds.push_back(slice.begin);
     bounds.push_back(V);
     ctx->saved_data["bounds"] = bounds;
+    ctx->saved_data["bf16"] = bf16;
     return {losses};
   }
 
@@ -115,23 +120,25 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
     const std::vector<torch::Tensor> dlogits = ctx->saved_data["dlogits"].toTensorVector();
     const std::vector<int64_t> bounds = ctx->saved_data["bounds"].toIntVector();
     const torch::Tensor g = grads[0].detach().contiguous();  // [N]
+    const MatrixProducts products{ctx->saved_data["bf16"].toBool()};
     // d loss_n / d logits_n = g_n (p_n - onehot_n): scale x's rows by g instead of dlogits' rows.
-    const torch::Tensor x_scaled = x * g.unsqueeze(1);
-    torch::Tensor dweight = torch::empty_like(weight, torch::MemoryFormat::Contiguous);
-    torch::Tensor dbias = torch::empty({weight.size(0)}, weight.options());
+    const torch::Tensor x_scaled = products.operand(x * g.unsqueeze(1));
+    torch::Tensor dweight = torch::empty(weight.sizes(), x.options());  // float32 (weight may be bf16)
+    torch::Tensor dbias = torch::empty({weight.size(0)}, x.options());
     std::vector<torch::Tensor> dx_parts(dlogits.size());
     for_each_slice(dlogits.size(), [&](std::size_t s) {
       const int64_t begin = bounds[s], width = bounds[s + 1] - bounds[s];
       torch::Tensor dw = dweight.narrow(0, begin, width);
-      torch::mm_out(dw, dlogits[s].t(), x_scaled);
+      const torch::Tensor d = products.operand(dlogits[s]);
+      products.mm_out(dw, d.t(), x_scaled);
       torch::Tensor db = dbias.narrow(0, begin, width);
       torch::mv_out(db, dlogits[s].t(), g);
-      dx_parts[s] = dlogits[s].mm(weight.narrow(0, begin, width));
+      dx_parts[s] = products.mm(d, weight.narrow(0, begin, width));
     });
     torch::Tensor dx = dx_parts[0];
     for (std::size_t s = 1; s < dx_parts.size(); ++s) dx += dx_parts[s];
     dx.mul_(g.unsqueeze(1));
-    return {dx, dweight, dbias, torch::Tensor(), torch::Tensor()};
+    return {dx, dweight, dbias, torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -141,7 +148,8 @@ torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& 
                                    const torch::Tensor& targets, double label_smoothing) {
   TORCH_CHECK(x.device().is_cpu(), "linear_cross_entropy runs on the CPU");
   TORCH_CHECK(label_smoothing >= 0 && label_smoothing < 1, "linear_cross_entropy: label smoothing outside [0, 1)");
-  return LinearCrossEntropyFunction::apply(x, weight, bias, targets, label_smoothing)[0];
+  const FusedKernelCall call(weight);
+  return LinearCrossEntropyFunction::apply(call.input(x), weight, bias, targets, label_smoothing, call.bf16)[0];
 }
 
 }  // namespace luong::models

@@ -22,6 +22,9 @@ void TrainConfig::validate() const {
     throw Error("--tie-embeddings needs --embed (" + std::to_string(embed) + ") equal to --hidden (" +
                 std::to_string(hidden) + ")");
   }
+  if (precision == models::Precision::kBFloat16 && dtype != DType::kFloat32) {
+    throw Error("--precision bf16 needs --dtype float32 (the master weights)");
+  }
   if (!resumed.is_array()) throw Error("config key 'resumed' must be an array");
 }
 

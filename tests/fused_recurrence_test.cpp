@@ -3,6 +3,7 @@
 // differences. Source and target padding vary within each batch.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <set>
 #include <string>
 
@@ -10,6 +11,7 @@
 #include "luong/models/fused_recurrence.h"
 #include "luong/models/global_attention.h"
 #include "luong/models/luong_decoder.h"
+#include "luong/models/precision.h"
 #include "luong/models/seq2seq.h"
 
 namespace luong::models {
@@ -76,10 +78,14 @@ bool has_node(const std::set<std::string>& names, const std::string& part) {
   return false;
 }
 
-LossAndGradients run(Seq2Seq& model, bool fused, const Batch& b) {
+// The forward under `precision` (as training runs it), the backward after it.
+LossAndGradients run(Seq2Seq& model, bool fused, const Batch& b, Precision precision = Precision::kFloat32) {
   model->set_fused(fused);
   model->zero_grad();
-  const LossOutput out = model->loss(b.src, b.lengths, b.dec_in, b.dec_tgt, LossAverage::kStep);
+  const LossOutput out = [&] {
+    const PrecisionGuard guard(torch::kCPU, precision);
+    return model->loss(b.src, b.lengths, b.dec_in, b.dec_tgt, LossAverage::kStep);
+  }();
   // The test proves which path ran: the fused kernels are autograd nodes of their own.
   const std::set<std::string> nodes = graph_nodes(out.loss);
   const bool luong = dynamic_cast<const LuongDecoderImpl*>(model->decoder.get()) != nullptr;
@@ -146,6 +152,55 @@ TEST_P(FusedRecurrenceTest, MatchesTheModulePathInFloat) {
     EXPECT_LE((fused.gradients[i].second - m).abs().max().item<double>(), 1e-5 * m.abs().max().item<double>())
         << fused.gradients[i].first;
   }
+}
+
+// Counts the matrix products with bf16 operands, on every thread (the kernels' products run on the
+// intra-op pool's threads).
+std::atomic<int> bf16_products_seen{0};
+
+double relative_difference(const torch::Tensor& a, const torch::Tensor& reference) {
+  return (a - reference).norm().item<double>() / reference.norm().item<double>();
+}
+
+// bf16 precision: the fused kernels' products in bf16 (the observer counts them), the loss and every
+// gradient within bf16's rounding of the float32 module path, and so are the modules under LibTorch's
+// autocast; and bf16 is really what the result came from (it differs from float32's).
+TEST_P(FusedRecurrenceTest, Bf16StaysCloseToFloat32AndTheModulePath) {
+  Seq2Seq model = make_model(GetParam(), torch::kFloat);
+  const Batch batch = padded_batch();
+  const LossAndGradients reference = run(model, false, batch);
+  const LossAndGradients fused32 = run(model, true, batch);
+  bf16_products_seen = 0;
+  const auto handle = at::addGlobalCallback(
+      at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+        const auto inputs = fn.inputs();
+        if (std::string(fn.name()) == "aten::mm" && !inputs.empty() && inputs[0].isTensor() &&
+            inputs[0].toTensor().scalar_type() == torch::kBFloat16) {
+          ++bf16_products_seen;
+        }
+        return nullptr;
+      }).needsInputs(true));
+  const LossAndGradients fused16 = run(model, true, batch, Precision::kBFloat16);
+  const int fused_products = bf16_products_seen.exchange(0);
+  const LossAndGradients modules16 = run(model, false, batch, Precision::kBFloat16);
+  at::removeCallback(handle);
+  EXPECT_GT(fused_products, 0) << "the fused kernels multiplied nothing in bf16";
+  const double loss_change = std::abs(fused16.loss - fused32.loss) / std::abs(reference.loss);
+  std::printf("  %-12s loss float32 %.6f, bf16 fused %.6f / modules %.6f; %d bf16 products\n", GetParam().name.c_str(),
+              reference.loss, fused16.loss, modules16.loss, fused_products);
+  EXPECT_GT(loss_change, 1e-6) << "bf16 changed nothing: the products ran in float32";
+  EXPECT_LE(loss_change, 1e-2);
+  EXPECT_NEAR(modules16.loss, reference.loss, 1e-2 * std::abs(reference.loss));
+  double worst = 0;
+  for (std::size_t i = 0; i < reference.gradients.size(); ++i) {
+    const torch::Tensor& g = reference.gradients[i].second;
+    const double fused_error = relative_difference(fused16.gradients[i].second, g);
+    const double module_error = relative_difference(modules16.gradients[i].second, g);
+    worst = std::max({worst, fused_error, module_error});
+    EXPECT_LE(fused_error, 5e-2) << reference.gradients[i].first << " (fused)";
+    EXPECT_LE(module_error, 5e-2) << reference.gradients[i].first << " (modules under autocast)";
+  }
+  std::printf("  %-12s worst relative gradient difference from float32: %.3e\n", GetParam().name.c_str(), worst);
 }
 
 // Twenty rows, so that the fused kernels split the batch into blocks over the intra-op threads (one

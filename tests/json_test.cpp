@@ -44,6 +44,16 @@ TEST(TrainConfigTest, JsonRoundTripAndValidation) {
   EXPECT_NO_THROW(back.validate());
   config.window = 0;
   EXPECT_THROW(config.validate(), Error);
+  config.window = 3;
+  config.precision = models::Precision::kBFloat16;
+  EXPECT_NO_THROW(config.validate());
+  config.dtype = run::DType::kFloat64;  // bf16 products need float32 master weights
+  try {
+    config.validate();
+    ADD_FAILURE() << "bf16 with float64 weights validated";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "--precision bf16 needs --dtype float32 (the master weights)");
+  }
 }
 
 // A config.json with an unknown key, a wrong type or a value out of range: one line naming the key.
@@ -62,6 +72,7 @@ TEST(TrainConfigTest, BadConfigNamesTheKey) {
       {{{"epochs", 1e30}}, "config.json: key 'epochs': expected an integer"},
       {{{"seed", Json::parse("1180591620717411303424")}}, "config.json: key 'seed': expected an integer"},
       {{{"reverse", 1}}, "config.json: key 'reverse': expected true or false"},
+      {{{"precision", "fp16"}}, "config.json: key 'precision': 'fp16' is not one of float32 or bf16"},
   };
   for (const auto& c : cases) {
     try {
@@ -84,7 +95,7 @@ TEST(TrainConfigTest, TableDrivesKeysAndResumeRules) {
     EXPECT_TRUE(a.to_json().contains(info.key)) << info.key;
   });
   EXPECT_EQ(static_cast<int>(a.to_json().size()), options);
-  EXPECT_EQ(may_change, 9);  // epochs, max_time, lr, clip, patience, out, device, threads, deterministic
+  EXPECT_EQ(may_change, 10);  // epochs, max_time, precision, lr, clip, patience, out, device, threads, deterministic
   run::TrainConfig b = a;
   b.hidden = 128;
   b.lr = 0.5;

@@ -59,7 +59,10 @@ TrainStep::Result TrainStep::run(const std::vector<const data::EncodedPair*>& ro
 
 TrainStep::Result TrainStep::run_alone(const std::vector<const data::EncodedPair*>& rows, bool interrupt) {
   const data::Batch batch = data::make_batch(rows).to(device_);
-  const models::LossOutput loss = model_.loss(batch, {options_.average, options_.label_smoothing});
+  const models::LossOutput loss = [&] {
+    const models::PrecisionGuard precision(device_, options_.precision);  // the forward only, as torch.autocast
+    return model_.loss(batch, {options_.average, options_.label_smoothing});
+  }();
   Result result;
   result.interrupted = interrupt;
   // On the CPU reading the value costs nothing, and a non-finite loss is caught before its update;
@@ -83,8 +86,10 @@ TrainStep::Result TrainStep::run_shard(const std::vector<const data::EncodedPair
   torch::Tensor local = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
   if (!mine.empty()) {
     const data::Batch batch = data::make_batch(mine).to(device_);
-    const models::LossOutput loss =
-        model_.weighted_loss(batch, step_weights(rows, options_.average), options_.label_smoothing);
+    const models::LossOutput loss = [&] {
+      const models::PrecisionGuard precision(device_, options_.precision);
+      return model_.weighted_loss(batch, step_weights(rows, options_.average), options_.label_smoothing);
+    }();
     local = loss.loss.detach().to(torch::kFloat64);
     // A non-finite shard still takes part in the all-reduce; the summed loss carries it to every rank.
     if (!device_.is_cpu() || std::isfinite(local.item<double>())) loss.loss.backward();

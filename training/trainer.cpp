@@ -255,6 +255,10 @@ void print_start(const Session& s, bool resume, const DistributedOptions& distri
                static_cast<long long>(s.config.max_len), s.data.source_vocab->size(), s.data.target_vocab->size(),
                options::enum_name(s.config.attention), options::enum_name(s.config.decoder), s.runtime.threads,
                s.runtime.threads == 1 ? "" : "s", s.runtime.device.str().c_str(), ranks.c_str(), resuming.c_str());
+  if (s.config.precision == models::Precision::kBFloat16 && s.runtime.device.is_cpu() && !models::cpu_has_native_bf16()) {
+    std::fprintf(stderr, "luong train: note: this CPU has neither AVX512-BF16 nor AMX; bf16 products are emulated and "
+                         "slower than float32\n");
+  }
 }
 
 void save_interrupted(Session& s, std::int64_t epoch, std::size_t batch, LossMeter& loss, std::int64_t tokens) {
@@ -399,6 +403,7 @@ TrainResult train(const run::TrainConfig& requested, bool resume, const Distribu
   step_options.label_smoothing = s.config.label_smoothing;
   step_options.clip = s.config.clip;
   step_options.accumulate = s.config.accumulate;
+  step_options.precision = s.config.precision;
   TrainStep step(*s.model, *s.optimizer, step_options, s.runtime.device, s.parallel.get());
   InterruptGuard interrupt_guard;
   const auto started = std::chrono::steady_clock::now();

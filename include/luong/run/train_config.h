@@ -9,6 +9,7 @@
 #include "luong/data_pipeline/corpus.h"
 #include "luong/data_pipeline/sentencepiece_tokenizer.h"
 #include "luong/data_pipeline/tokenizer.h"
+#include "luong/models/precision.h"
 #include "luong/models/seq2seq.h"
 #include "luong/run/runtime_options.h"
 #include "luong/util/json.h"
@@ -92,6 +93,9 @@ enum class Schedule { kConstant, kHalveAfter, kInverseSqrt, kPlateau };
     ::luong::options::kAnyValue, kFixed)                                                                           \
   X(DType, dtype, DType::kFloat32, "dtype", "model", "float32, or float64 for numerical checks",                  \
     ::luong::options::kAnyValue, kFixed)                                                                           \
+  X(::luong::models::Precision, precision, ::luong::models::Precision::kFloat32, "precision", "training",          \
+    "float32, or bf16: training's matrix products in bfloat16 (float32 weights, accumulation, loss and softmax)",    \
+    ::luong::options::kAnyValue, kMayChange)                                                                       \
   X(std::int64_t, batch, 32, "batch", "training", "sentences per batch (or tokens with --batch-by-tokens)",        \
     ::luong::options::closed(1, 1e7), kFixed)                                                                      \
   X(bool, batch_by_tokens, false, "batch-by-tokens", "training", "--batch counts target tokens",                  \

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "luong/data_pipeline/dataset.h"
+#include "luong/models/precision.h"
 #include "luong/models/seq2seq.h"
 #include "luong/training/data_parallel.h"
 
@@ -21,6 +22,7 @@ struct TrainStepOptions {
   double label_smoothing = 0.0;
   double clip = 1.0;           ///< 0 = no clipping
   std::int64_t accumulate = 1;  ///< batches per update (single process only)
+  models::Precision precision = models::Precision::kFloat32;  ///< of the forward's products (backward follows)
 };
 
 class TrainStep {
