@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU benchmarks, luong beside the Python reference (bench/seq2seq_reference.py) on the same GPU, in
 # the same run, on the same data: training target tokens/s at the notebook's sizes with batch 32 and
-# 512, and at hidden 512 / embedding 512 with batch 256; then greedy and beam-5 decoding
+# 512, and at hidden 512 / embedding 512 with batch 256 in float32 and in bf16 (luong --precision bf16,
+# the reference under torch.autocast); then greedy and beam-5 decoding
 # sentences/s. Each training figure is the last epoch's (the first pays for cuDNN's and the
 # allocator's warm-up).
 #
@@ -21,12 +22,14 @@ trap 'rm -rf "$work"' EXIT
 
 last_rate() { sed -nE "$1" "$2" | tail -1; }
 table=()
+luong_only=() python_only=()  # flags for one side only
 train_pair() {  # NAME EPOCHS ARGS...
   local name=$1 epochs=$2
   shift 2
-  "$python" bench/seq2seq_reference.py --data "$corpus" --device "$device" --epochs "$epochs" "$@" >"$work/$name.py.log" 2>&1
+  "$python" bench/seq2seq_reference.py --data "$corpus" --device "$device" --epochs "$epochs" "$@" "${python_only[@]}" \
+    >"$work/$name.py.log" 2>&1
   "$luong" train --data "$corpus" --device "$device" --epochs "$epochs" --no-shuffle --dev-size 0 --loss-average step \
-    --threads 16 "$@" --out "$work/$name" >"$work/$name.luong.log" 2>&1
+    --threads 16 "$@" "${luong_only[@]}" --out "$work/$name" >"$work/$name.luong.log" 2>&1
   local py cpp
   py=$(last_rate 's/^epoch [0-9]+: .* ([0-9.]+) tok\/s$/\1/p' "$work/$name.py.log")
   cpp=$(last_rate 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$work/$name.luong.log")
@@ -40,6 +43,9 @@ train_pair() {  # NAME EPOCHS ARGS...
 train_pair "notebook-batch32" 2 --hidden 64 --embed 28 --batch 32 --train-size 3000
 train_pair "notebook-batch512" 3 --hidden 64 --embed 28 --batch 512 --train-size 10000
 train_pair "hidden512-embed512-batch256" 2 --hidden 512 --embed 512 --batch 256 --train-size 10000
+luong_only=(--precision bf16) python_only=(--bf16)
+train_pair "hidden512-embed512-batch256-bf16" 2 --hidden 512 --embed 512 --batch 256 --train-size 10000
+luong_only=() python_only=()
 
 # Decoding: the notebook model trained above, over its 3000 training sources.
 cut -f1 "$corpus" | head -3000 >"$work/sources.txt"

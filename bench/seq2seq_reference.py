@@ -12,7 +12,8 @@ what the comparisons need, so that both sides train the same model:
 
     python bench/seq2seq_reference.py --data ../shared/data/tatoeba-ara-eng/ara-eng.tsv --epochs 1 --threads 2
 
-Prints one line per epoch and a last line:
+Prints one line per epoch, the model's floating-point operations per epoch, and a last line:
+    flops: <per epoch> per epoch (<source tokens> source, <target tokens> target tokens)
     reference: <sec/epoch> s/epoch, <target tokens/s> tok/s, final loss <x>
 """
 
@@ -115,6 +116,24 @@ class LuongDecoder(nn.Module):
         return self.fc(htilde), hidden, htilde
 
 
+def model_flops(args, src_tokens, tgt_tokens, attention_pairs, tgt_vocab):
+    """Multiply-adds x 2 of one epoch's forward and backward (3x the forward: each product's input
+    and weight gradients) on real tokens only: what the model needs, not what padding costs either
+    side. GRU gates: 3 per unit."""
+    h, e, layers = args.hidden, args.embed, args.layers
+    directions = 2 if args.bidirectional else 1
+    encoder = 0
+    for layer in range(layers):
+        inputs = h if layer == 0 else directions * h
+        encoder += directions * (2 * inputs * 3 * h + 2 * h * 3 * h)
+    encoder *= src_tokens
+    if args.bidirectional:
+        encoder += src_tokens * 2 * (2 * h) * h  # the bridge
+    step = 2 * (e + h) * 3 * h + 2 * h * 3 * h + (layers - 1) * 2 * (2 * h * 3 * h) + 2 * (2 * h) * h
+    decoder = tgt_tokens * (step + 2 * h * tgt_vocab) + attention_pairs * 4 * h
+    return 3 * (encoder + decoder)
+
+
 def spm_tokenizer(path):
     import sentencepiece  # only with --spm-source/--spm-target
     processor = sentencepiece.SentencePieceProcessor(model_file=path)
@@ -159,10 +178,12 @@ def main():
     autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if args.bf16 else contextlib.nullcontext
 
     total_time, total_tokens, loss_value = 0.0, 0, float("nan")
+    counts = None
     for epoch in range(1, args.epochs + 1):
         if device.type == "cuda":
             torch.cuda.synchronize()
         start, epoch_loss, n_batches, tokens = time.perf_counter(), 0.0, 0, 0
+        src_tokens = attention_pairs = 0
         for src, dec_in, dec_out, lengths in batches(train, src_v, tgt_v, args.batch, device):
             opt.zero_grad()
             with autocast():
@@ -179,6 +200,8 @@ def main():
             epoch_loss += loss.item()
             n_batches += 1
             tokens += int((dec_out != 0).sum())
+            src_tokens += int(lengths.sum())
+            attention_pairs += int((lengths * (dec_out != 0).sum(1).cpu()).sum())
             if args.max_batches and n_batches >= args.max_batches:
                 break
         if device.type == "cuda":
@@ -187,7 +210,10 @@ def main():
         total_time += elapsed
         total_tokens += tokens
         loss_value = epoch_loss / n_batches
+        counts = (src_tokens, tokens, attention_pairs)
         print(f"epoch {epoch}: loss {loss_value:.4f}, {elapsed:.2f} s, {tokens / elapsed:.0f} tok/s", flush=True)
+    flops = model_flops(args, *counts, len(tgt_v))
+    print(f"flops: {flops:.6g} per epoch ({counts[0]} source, {counts[1]} target tokens)", flush=True)
     print(f"reference: {total_time / args.epochs:.3f} s/epoch, "
           f"{total_tokens / total_time:.0f} tok/s, final loss {loss_value:.4f}", flush=True)
 

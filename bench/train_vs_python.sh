@@ -2,8 +2,11 @@
 # Training throughput, side by side on the same data, threads and torch: the Python reference
 # (bench/seq2seq_reference.py, the notebook's model and loop) and `luong train` with the identical
 # configuration (same split, vocabularies and batch order, the notebook's per-step loss average, no
-# dev split). Prints both tokens/s (the last epoch's), the ratio, and both losses per epoch. Extra
+# dev split). Prints both tokens/s (the last epoch's), the ratio, both losses per epoch and the
+# model's GFLOP/s on each side (bench/seq2seq_reference.py counts the operations). Extra
 # arguments go to both (--hidden, --embed, --batch, --layers, --bidirectional, --train-size ...).
+# SPM_VOCAB=N tokenizes both sides with the sentencepiece models (N pieces per side) that luong trains
+# on the split; LUONG_ARGS / PYTHON_ARGS go to one side only (say, --precision bf16 / --bf16).
 #
 #   bench/train_vs_python.sh [EPOCHS=3] [THREADS=2] [-- EXTRA ARGS...]
 set -euo pipefail
@@ -18,13 +21,21 @@ corpus=$(realpath ../shared/data/tatoeba-ara-eng/ara-eng.tsv)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-"$python" bench/seq2seq_reference.py --data "$corpus" --epochs "$epochs" --threads "$threads" "$@" > "$work/py.log"
+luong_tokenizer=() python_tokenizer=()
+if [[ -n ${SPM_VOCAB:-} ]]; then
+  luong_tokenizer=(--tokenizer spm --spm-vocab "$SPM_VOCAB")
+  python_tokenizer=(--spm-source "$work/run/spm.source.model" --spm-target "$work/run/spm.target.model")
+fi
+# shellcheck disable=SC2086
 "$luong" train --data "$corpus" --epochs "$epochs" --threads "$threads" --no-shuffle --dev-size 0 \
-  --loss-average step "$@" --out "$work/run" 2> "$work/cpp.log"
+  --loss-average step "${luong_tokenizer[@]}" "$@" ${LUONG_ARGS:-} --out "$work/run" 2> "$work/cpp.log"
+# shellcheck disable=SC2086
+"$python" bench/seq2seq_reference.py --data "$corpus" --epochs "$epochs" --threads "$threads" \
+  "${python_tokenizer[@]}" "$@" ${PYTHON_ARGS:-} > "$work/py.log"
 
 py_rate=$(sed -nE 's/^epoch [0-9]+: .* ([0-9.]+) tok\/s$/\1/p' "$work/py.log" | tail -1)
 cpp_rate=$(sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$work/cpp.log" | tail -1)
-echo "configuration: $* (epochs $epochs, threads $threads)"
+echo "configuration: $* ${SPM_VOCAB:+(spm $SPM_VOCAB) }luong: ${LUONG_ARGS:-} python: ${PYTHON_ARGS:-} (epochs $epochs, threads $threads)"
 echo "epoch  python-loss  luong-loss"
 paste <(sed -nE 's/^epoch ([0-9]+): loss ([0-9.]+).*/\1 \2/p' "$work/py.log") \
       <(sed -nE 's/^epoch [0-9]+\/[0-9]+: train loss ([0-9.]+).*/\1/p' "$work/cpp.log") |
@@ -32,3 +43,11 @@ paste <(sed -nE 's/^epoch ([0-9]+): loss ([0-9.]+).*/\1 \2/p' "$work/py.log") \
 echo "python reference: $py_rate target tok/s (last epoch)"
 echo "luong train     : $cpp_rate target tok/s (last epoch)"
 printf 'speed-up: %.2fx\n' "$(echo "$cpp_rate / $py_rate" | bc -l)"
+# Both trained the same tokens, so the model's operations per epoch (the reference's count) over each
+# side's epoch time: the rate of useful arithmetic.
+flops=$(sed -nE 's/^flops: ([0-9.e+]+) per epoch \([0-9]+ source, ([0-9]+) target tokens\)$/\1 \2/p' "$work/py.log")
+if [[ -n $flops ]]; then
+  read -r per_epoch tokens <<<"$flops"
+  awk -v f="$per_epoch" -v n="$tokens" -v p="$py_rate" -v c="$cpp_rate" \
+    'BEGIN {printf "model arithmetic: %.3g GFLOP per epoch; python %.1f GFLOP/s, luong %.1f GFLOP/s\n", f / 1e9, f * p / n / 1e9, f * c / n / 1e9}'
+fi

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# --precision bf16 against float32 for the same model, data and threads: PAIRS runs of each, in turn
+# (float32, bf16, float32, ...), so that a drift in this shared machine's speed falls on both. Prints
+# each run's last-epoch training tokens/s, each pair's ratio and the median ratio, and each run's
+# train loss per epoch (the two start from the same weights and batches). Default model: the
+# performance issue's (hidden 512, embed 512, 2-layer bidirectional encoder, 2-layer decoder,
+# sentencepiece 8k per side) on 3000 pairs; extra arguments go to both runs.
+#
+#   bench/bf16_vs_float32.sh [PAIRS=3] [EPOCHS=2] [THREADS=2] [-- EXTRA TRAIN ARGS...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pairs=${1:-3}
+epochs=${2:-2}
+threads=${3:-2}
+shift 3 || true
+[[ ${1:-} == -- ]] && shift
+luong=$(realpath "${LUONG:-build/luong}")
+corpus=$(realpath ../shared/data/tatoeba-ara-eng/ara-eng.tsv)
+model=(--hidden 512 --embed 512 --layers 2 --bidirectional --tokenizer spm --spm-vocab 8000)
+(($# > 0)) && model=("$@")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+last_rate() { sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$1" | tail -1; }
+losses() { sed -nE 's/^epoch [0-9]+\/[0-9]+: train loss ([0-9.]+).*/\1/p' "$1" | paste -sd' '; }
+ratios=()
+for ((i = 1; i <= pairs; i++)); do
+  for precision in float32 bf16; do
+    "$luong" train --data "$corpus" --epochs "$epochs" --threads "$threads" --no-shuffle --dev-size 0 \
+      --precision "$precision" "${model[@]}" --out "$work/$precision-$i" 2> "$work/$precision-$i.log"
+  done
+  a=$(last_rate "$work/float32-$i.log") b=$(last_rate "$work/bf16-$i.log")
+  ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}')")
+  echo "pair $i: float32 $a tok/s, bf16 $b tok/s, bf16/float32 ${ratios[-1]}" \
+    "(train loss per epoch: float32 $(losses "$work/float32-$i.log"); bf16 $(losses "$work/bf16-$i.log"))"
+done
+echo "configuration: ${model[*]} (epochs $epochs, threads $threads, $("$luong" --version | sed -n 's/^CPU: //p'))"
+printf '%s\n' "${ratios[@]}" | sort -n | awk '{r[NR] = $1} END {printf "bf16 / float32: median %.2fx (min %.2fx, max %.2fx, %d pairs)\n", r[int((NR + 1) / 2)], r[1], r[NR], NR}'
