@@ -397,7 +397,7 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
     const torch::Tensor cells = ctx->saved_data["cells"].toTensor();
     const torch::Tensor saved = ctx->saved_data["saved"].toTensor();
     const torch::Tensor active = ctx->saved_data["active"].toTensor();
-    const torch::Tensor w_ih = ctx->saved_data["w_ih"].toTensor();
+    const torch::Tensor w_ih = ctx->saved_data["w_ih"].toTensor();  // the products' operands, as saved
     const torch::Tensor w_hh = ctx->saved_data["w_hh"].toTensor();
     const bool lstm = ctx->saved_data["lstm"].toBool();
     const SequenceShape shape{x.size(1), x.size(0), x.size(2), w_hh.size(1), ctx->saved_data["reverse"].toBool()};
@@ -410,7 +410,6 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
     torch::Tensor dgi = torch::empty({S, B, G * H}, opts);                      // by time
     torch::Tensor dgh = lstm ? torch::Tensor() : torch::empty({S, B, G * H}, opts);  // by slot (GRU only)
     const MatrixProducts products{ctx->saved_data["bf16"].toBool()};
-    const torch::Tensor& w_hh_d = w_hh;
     AT_DISPATCH_FLOATING_TYPES(states.scalar_type(), "fused_recurrent_sequence_backward", [&] {
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
         torch::Tensor dh = d_last.narrow(0, first, rows).clone();  // gradient of the state after slot k
@@ -432,12 +431,12 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
           if (lstm) {
             lstm_backward(g, dc.data_ptr<scalar_t>(), z, step_ptr<scalar_t>(cells, k) + first * H, dgates,
                           dh_step.data_ptr<scalar_t>(), dc_step.data_ptr<scalar_t>(), act, rows, H);
-            products.add_mm_(dh_step, step_rows(dgi, t, B, first, rows), w_hh_d);
+            products.add_mm_(dh_step, step_rows(dgi, t, B, first, rows), w_hh);
             std::swap(dc, dc_step);
           } else {
             gates_backward(g, z, step_ptr<scalar_t>(states, k) + first * H, dgates,
                            step_ptr<scalar_t>(dgh, k) + first * G * H, dh_step.data_ptr<scalar_t>(), act, rows, H);
-            products.add_mm_(dh_step, step_rows(dgh, k, B, first, rows), w_hh_d);
+            products.add_mm_(dh_step, step_rows(dgh, k, B, first, rows), w_hh);
           }
           std::swap(dh, dh_step);
         }
@@ -474,7 +473,6 @@ struct DecoderStack {
   int64_t L = 0, T = 0, B = 0, H = 0, G = 0, Z = 0;
   bool lstm = false, masked_between = false;
   MatrixProducts products;
-  std::vector<torch::Tensor> weights;                 // as given (in backward: as saved)
   std::vector<torch::Tensor> w_ih, w_hh, b_ih, b_hh;  // detached (w_ih, w_hh as products' operands), per
                                                       // layer (once: a step is microseconds)
   std::vector<torch::Tensor> w_ih_t, w_hh_t;          // their transposes
@@ -484,11 +482,10 @@ struct DecoderStack {
   DecoderStack(at::TensorList cell_weights, const torch::Tensor& h0, const torch::Tensor& c0,
                const torch::Tensor& between_mask, int64_t steps, bool is_lstm, bool bf16)
       : products{bf16} {
-    weights = cell_weights.vec();
-    L = static_cast<int64_t>(weights.size()) / 4;
-    TORCH_CHECK(L >= 1 && static_cast<int64_t>(weights.size()) == 4 * L, "fused decoder: 4 tensors per layer");
+    L = static_cast<int64_t>(cell_weights.size()) / 4;
+    TORCH_CHECK(L >= 1 && static_cast<int64_t>(cell_weights.size()) == 4 * L, "fused decoder: 4 tensors per layer");
     TORCH_CHECK(h0.dim() == 3 && h0.size(0) == L, "fused decoder: h0 must be [layers, B, H]");
-    T = steps, B = h0.size(1), H = weights[1].size(1), lstm = is_lstm, G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
+    T = steps, B = h0.size(1), H = cell_weights[1].size(1), lstm = is_lstm, G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
     masked_between = between_mask.numel() > 0;
     TORCH_CHECK(!masked_between || between_mask.size(0) == L - 1, "fused decoder: between-layer masks must be [L - 1, B, T, H]");
     const torch::TensorOptions opts = h0.options();
@@ -503,10 +500,11 @@ struct DecoderStack {
     for (int64_t l = 1; l < L; ++l) {
       inputs.push_back(masked_between ? torch::empty({T, B, H}, opts) : states[l - 1].narrow(0, 1, T));
     }
-    detach_weights();
+    detach_weights(cell_weights);
   }
 
-  void detach_weights() {
+  // w_ih, w_hh, b_ih, b_hh per layer: the parameters (forward) or the operands save() kept (backward).
+  void detach_weights(at::TensorList weights) {
     for (int64_t l = 0; l < L; ++l) {
       w_ih.push_back(products.operand(weights[4 * l].detach()));
       w_hh.push_back(products.operand(weights[4 * l + 1].detach()));
@@ -532,7 +530,6 @@ struct DecoderStack {
   }
   explicit DecoderStack(AutogradContext* ctx)
       : products{ctx->saved_data["bf16"].toBool()},
-        weights(ctx->saved_data["stack_weights"].toTensorVector()),
         states(ctx->saved_data["states"].toTensorVector()),
         cells(ctx->saved_data["cells"].toTensorVector()),
         saved(ctx->saved_data["saved"].toTensorVector()),
@@ -541,7 +538,7 @@ struct DecoderStack {
     L = static_cast<int64_t>(states.size()), T = states[0].size(0) - 1, B = states[0].size(1), H = states[0].size(2);
     lstm = ctx->saved_data["lstm"].toBool(), G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
     masked_between = between.numel() > 0;
-    detach_weights();
+    detach_weights(ctx->saved_data["stack_weights"].toTensorVector());
   }
 
   // Layer 0's recurrent input w_ih[:, offset:offset + H] (the part the kernel feeds per step).
@@ -726,7 +723,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     ctx->saved_data["attentional"] = attentional;
     ctx->saved_data["unmasked"] = unmasked;
     ctx->saved_data["drop"] = drop;
-    ctx->saved_data["wc_weight"] = wc_operand;
+    ctx->saved_data["wc_operand"] = wc_operand;
     return {attentional.narrow(0, 1, T).transpose(0, 1).contiguous()};
   }
 
@@ -738,7 +735,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const torch::Tensor attentional = ctx->saved_data["attentional"].toTensor();
     const torch::Tensor unmasked = ctx->saved_data["unmasked"].toTensor();
     const torch::Tensor drop = ctx->saved_data["drop"].toTensor();
-    const torch::Tensor wc_weight = ctx->saved_data["wc_weight"].toTensor();
+    const torch::Tensor wc_operand = ctx->saved_data["wc_operand"].toTensor();
     const double scale = trace.scale;
     const bool masked = drop.numel() > 0;
     const int64_t T = stack.T, B = stack.B, H = stack.H, G = stack.G, E = emb.size(2), S = keys.size(1);
@@ -751,7 +748,6 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
     const torch::Tensor w_feed = stack.layer0_recurrent_input(E);
-    const torch::Tensor& wc_d = wc_weight;  // the products' operand, as saved
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
       const auto s = static_cast<scalar_t>(scale);
@@ -773,7 +769,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
             tanh_backward(d_att, step_ptr<scalar_t>(attentional, t + 1) + first * H,
                           step_ptr<scalar_t>(dpre, t) + first * H, rows * H);
           }
-          products.mm_out(dch, step_rows(dpre, t, B, first, rows), wc_d);
+          products.mm_out(dch, step_rows(dpre, t, B, first, rows), wc_operand);
           // dh_step: the query's and Wc's paths to the top layer's h_t.
           attention_backward(dch.data_ptr<scalar_t>(), step_ptr<scalar_t>(top, t + 1) + first * H,
                              keys.data_ptr<scalar_t>() + first * S * H, values.data_ptr<scalar_t>() + first * S * H,
