@@ -21,18 +21,18 @@ model=(--hidden 512 --embed 512 --layers 2 --bidirectional --tokenizer spm --spm
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-last_rate() { sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$1" | tail -1; }
-losses() { sed -nE 's/^epoch [0-9]+\/[0-9]+: train loss ([0-9.]+).*/\1/p' "$1" | paste -sd' '; }
+# shellcheck source=bench/luong_log.sh
+source bench/luong_log.sh
 ratios=()
 for ((i = 1; i <= pairs; i++)); do
   for precision in float32 bf16; do
     "$luong" train --data "$corpus" --epochs "$epochs" --threads "$threads" --no-shuffle --dev-size 0 \
       --precision "$precision" "${model[@]}" --out "$work/$precision-$i" 2> "$work/$precision-$i.log"
   done
-  a=$(last_rate "$work/float32-$i.log") b=$(last_rate "$work/bf16-$i.log")
+  a=$(luong_last_rate "$work/float32-$i.log") b=$(luong_last_rate "$work/bf16-$i.log")
   ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}')")
   echo "pair $i: float32 $a tok/s, bf16 $b tok/s, bf16/float32 ${ratios[-1]}" \
-    "(train loss per epoch: float32 $(losses "$work/float32-$i.log"); bf16 $(losses "$work/bf16-$i.log"))"
+    "(train loss per epoch: float32 $(luong_losses "$work/float32-$i.log"); bf16 $(luong_losses "$work/bf16-$i.log"))"
 done
 echo "configuration: ${model[*]} (epochs $epochs, threads $threads, $("$luong" --version | sed -n 's/^CPU: //p'))"
 printf '%s\n' "${ratios[@]}" | sort -n | awk '{r[NR] = $1} END {printf "bf16 / float32: median %.2fx (min %.2fx, max %.2fx, %d pairs)\n", r[int((NR + 1) / 2)], r[1], r[NR], NR}'

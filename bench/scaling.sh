@@ -10,6 +10,8 @@
 #   bench/scaling.sh [luong binary]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/luong_log.sh
+source bench/luong_log.sh
 luong=$(realpath "${1:-build/luong}")
 python=${LUONG_BENCH_PYTHON:-$PWD/.venv/bin/python}   # the torch that luong links (not realpath: a venv's python is a symlink)
 corpus=$(realpath ../shared/data/tatoeba-ara-eng/ara-eng.tsv)
@@ -41,7 +43,7 @@ for hidden in 64 256 1024; do
     out="$work/h$hidden-b$batch"
     "$luong" train --data "$corpus" --hidden "$hidden" --batch "$batch" --epochs 1 --dev-size 0 --threads 2 \
       --out "$out" 2> "$out.log"
-    rate=$(sed -nE 's/^epoch 1\/1: .*, ([0-9.]+) tok\/s.*/\1/p' "$out.log")
+    rate=$(luong_last_rate "$out.log")
     vocab=$(wc -l < "$out/target.vocab")
     gflops=$(echo "$rate * 3 * ($src / $tgt * 12 * $hidden^2 + 6 * $hidden * (28 + 2 * $hidden) + 4 * $src * $hidden + 4 * $hidden^2 + 2 * $hidden * $vocab) / 10^9" | bc -l)
     printf '| %d | %d | %.0f | %.1f | %.0f%% |\n' "$batch" "$hidden" "$rate" "$gflops" "$(echo "100 * $gflops / $peak" | bc -l)"

@@ -11,6 +11,8 @@
 #   bench/train_vs_python.sh [EPOCHS=3] [THREADS=2] [-- EXTRA ARGS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/luong_log.sh
+source bench/luong_log.sh
 epochs=${1:-3}
 threads=${2:-2}
 shift 2 || true
@@ -34,7 +36,7 @@ fi
   "${python_tokenizer[@]}" "$@" ${PYTHON_ARGS:-} > "$work/py.log"
 
 py_rate=$(sed -nE 's/^epoch [0-9]+: .* ([0-9.]+) tok\/s$/\1/p' "$work/py.log" | tail -1)
-cpp_rate=$(sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$work/cpp.log" | tail -1)
+cpp_rate=$(luong_last_rate "$work/cpp.log")
 echo "configuration: $* ${SPM_VOCAB:+(spm $SPM_VOCAB) }luong: ${LUONG_ARGS:-} python: ${PYTHON_ARGS:-} (epochs $epochs, threads $threads)"
 echo "epoch  python-loss  luong-loss"
 paste <(sed -nE 's/^epoch ([0-9]+): loss ([0-9.]+).*/\1 \2/p' "$work/py.log") \

@@ -74,13 +74,13 @@ void register_output(DecoderInterface& decoder, const DecoderOptions& o) {
 }
 
 // What both decoders' fused kernels take besides their own inputs: the cells bottom first, the
-// attention's scale, and (training with dropout) the dropout masks between layers [L - 1, B, T, H],
-// drawn here.
+// attention's parameters, and (training with dropout) the dropout masks between layers
+// [L - 1, B, T, H], drawn here.
 struct FusedStack {
   torch::Tensor embedded;  ///< the target embeddings [B, T, E], dropped out when training
   std::vector<CellWeights> cells;
   torch::Tensor between;
-  double scale = 1.0;
+  FusedAttentionParameters attention;
   bool lstm = false;
 };
 
@@ -90,7 +90,7 @@ FusedStack fused_stack(DecoderInterface& decoder, const torch::Tensor& dec_in, b
   stack.embedded = maybe_dropout(decoder.embedding(dec_in), o.dropout(), training);
   const torch::Tensor& embedded = stack.embedded;
   for (int64_t l = 0; l < o.layers(); ++l) stack.cells.push_back(CellWeights::of(decoder.recurrent, l, 0));
-  stack.scale = o.attention().scale ? 1.0 / std::sqrt(static_cast<double>(o.hidden_size())) : 1.0;
+  stack.attention = FusedAttentionParameters::of(decoder.attention(), o.attention(), o.hidden_size());
   stack.lstm = o.cell() == CellKind::kLstm;
   if (o.dropout() > 0 && training && o.layers() > 1) {
     stack.between = dropout_mask(embedded, {o.layers() - 1, embedded.size(0), embedded.size(1), o.hidden_size()},
@@ -102,10 +102,7 @@ FusedStack fused_stack(DecoderInterface& decoder, const torch::Tensor& dec_in, b
 }  // namespace
 
 bool DecoderInterface::uses_fused_kernel(const torch::Device& device) const {
-  const DecoderOptions& o = decoder_options();
-  const AttentionConfig& a = o.attention();
-  return o.fused() && device.is_cpu() && a.kind == AttentionKind::kGlobal &&
-         (a.score == ScoreKind::kDot || a.score == ScoreKind::kGeneral);
+  return decoder_options().fused() && device.is_cpu();
 }
 
 // ---- the notebook's Decoder ----------------------------------------------------------------------
@@ -139,7 +136,7 @@ TeacherForced DecoderImpl::teacher_forced(const torch::Tensor& dec_in, const Dec
   const RecurrentState& r = state.recurrent;
   const torch::Tensor top = fused_bahdanau_teacher_forced(embedded, r.hidden, stack.lstm ? r.cell : torch::Tensor(),
                                                           memory.keys, memory.encoder_outputs, memory.lengths,
-                                                          stack.cells, stack.lstm, stack.scale, stack.between);
+                                                          stack.cells, stack.lstm, stack.attention, stack.between);
   return {maybe_dropout(top, p, is_training()), {}};
 }
 
@@ -185,7 +182,7 @@ TeacherForced LuongDecoderImpl::teacher_forced(const torch::Tensor& dec_in, cons
   const RecurrentState& r = state.recurrent;
   return {fused_luong_teacher_forced(embedded, r.hidden, stack.lstm ? r.cell : torch::Tensor(), memory.keys,
                                      memory.encoder_outputs, memory.lengths, stack.cells, stack.lstm, Wc->weight,
-                                     Wc->bias, stack.scale, mask, stack.between),
+                                     Wc->bias, stack.attention, mask, stack.between),
           {}};
 }
 

@@ -9,7 +9,9 @@
 #include <cstring>
 #include <limits>
 
+#include "luong/models/fused_attention.h"
 #include "luong/models/matrix_products.h"
+#include "luong/models/step_buffers.h"
 #include "luong/util/vector_math.h"
 
 namespace luong::models {
@@ -114,82 +116,10 @@ template <typename T>
 LUONG_GATE_KERNELS(float)
 LUONG_GATE_KERNELS(double)
 
-// ---- global attention of one step, forward and backward ------------------------------------------
-// h [B, H] queries, keys and values [B, S, H], lengths [B] -> weights [B, S] (zero past the length)
-// and the context written into ch[b, 0:H] of ch [B, 2H]; h is copied into ch[b, H:2H] for Wc.
-
-template <typename T>
-void attention_forward(const T* h, const T* keys, const T* values, const int64_t* lengths, T scale, T* weights, T* ch,
-                       int64_t B, int64_t S, int64_t H) {
-  for (int64_t b = 0; b < B; ++b) {
-    const T* q = h + b * H;
-    const T* k = keys + b * S * H;
-    const T* v = values + b * S * H;
-    T* a = weights + b * S;
-    T* c = ch + b * 2 * H;
-    const int64_t len = lengths[b];
-    T top = -std::numeric_limits<T>::infinity();
-    for (int64_t j = 0; j < len; ++j) {
-      T dot = 0;
-      for (int64_t i = 0; i < H; ++i) dot += k[j * H + i] * q[i];
-      a[j] = dot * scale;
-      top = std::max(top, a[j]);
-    }
-    T sum = 0;
-    for (int64_t j = 0; j < len; ++j) sum += (a[j] = static_cast<T>(vector_exp(static_cast<double>(a[j] - top))));
-    for (int64_t j = 0; j < len; ++j) a[j] /= sum;
-    std::fill(a + std::max<int64_t>(len, 0), a + S, T(0));
-    std::fill_n(c, H, T(0));
-    for (int64_t j = 0; j < len; ++j) {
-      for (int64_t i = 0; i < H; ++i) c[i] += a[j] * v[j * H + i];
-    }
-    std::memcpy(c + H, q, sizeof(T) * H);
-  }
-}
-
-// dch [B, 2H]: gradient of [context; h] -> dh [B, H] (overwritten: the query path plus dch's h
-// half), dkeys and dvalues [B, S, H] accumulated.
-template <typename T>
-void attention_backward(const T* dch, const T* h, const T* keys, const T* values, const int64_t* lengths, T scale,
-                        const T* weights, T* dh, T* dkeys, T* dvalues, int64_t B, int64_t S, int64_t H) {
-  for (int64_t b = 0; b < B; ++b) {
-    const T* dc = dch + b * 2 * H;
-    const T* q = h + b * H;
-    const T* k = keys + b * S * H;
-    const T* v = values + b * S * H;
-    const T* a = weights + b * S;
-    T* dq = dh + b * H;
-    T* dk = dkeys + b * S * H;
-    T* dv = dvalues + b * S * H;
-    const int64_t len = lengths[b];
-    std::memcpy(dq, dc + H, sizeof(T) * H);
-    T da[512];  // source lengths are bounded by the batch's padded length; checked by the caller
-    T weighted = 0;
-    for (int64_t j = 0; j < len; ++j) {
-      T dot = 0;
-      for (int64_t i = 0; i < H; ++i) {
-        dot += dc[i] * v[j * H + i];
-        dv[j * H + i] += a[j] * dc[i];
-      }
-      da[j] = dot;
-      weighted += a[j] * dot;
-    }
-    for (int64_t j = 0; j < len; ++j) {
-      const T ds = a[j] * (da[j] - weighted) * scale;
-      for (int64_t i = 0; i < H; ++i) {
-        dq[i] += ds * k[j * H + i];
-        dk[j * H + i] += ds * q[i];
-      }
-    }
-  }
-}
-
 template <typename T>
 void tanh_backward(const T* grad, const T* y, T* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = grad[i] * (T(1) - y[i] * y[i]);
 }
-
-constexpr int64_t kMaxSourceLength = 512;
 
 void check_inputs(const torch::Tensor& lengths, int64_t batch, int64_t steps) {
   TORCH_CHECK(lengths.dim() == 1 && lengths.size(0) == batch, "fused recurrence: lengths must be [B]");
@@ -197,35 +127,6 @@ void check_inputs(const torch::Tensor& lengths, int64_t batch, int64_t steps) {
   for (int64_t b = 0; b < batch; ++b) {
     TORCH_CHECK(l[b] >= 0 && l[b] <= steps, "fused recurrence: length ", l[b], " outside [0, ", steps, "]");
   }
-}
-
-// Row t of a tensor's first dimension, without the cost of a select op.
-template <typename T>
-T* step_ptr(const torch::Tensor& tensor, int64_t t) {
-  return tensor.data_ptr<T>() + t * tensor.stride(0);
-}
-
-// Rows [first, first + count) of step t of a [steps, B, width] buffer (or of a [steps * B, width]
-// one), as a tensor for the matrix products; from_blob skips the dispatcher's select and narrow.
-torch::Tensor step_rows(const torch::Tensor& buffer, int64_t t, int64_t batch, int64_t first, int64_t count) {
-  const int64_t width = buffer.size(buffer.dim() - 1);
-  auto* base = static_cast<char*>(buffer.data_ptr()) + (t * batch + first) * width * buffer.element_size();
-  return torch::from_blob(base, {count, width}, buffer.options());
-}
-
-// Runs body(first, count) over contiguous blocks of batch rows, one block per intra-op thread. The
-// rows of a recurrence are independent, so each thread runs the whole time loop for its rows with
-// no synchronisation per step. The tensors a body touches must not require grad (the worker
-// threads' grad mode is their own), hence the detached weights below.
-template <typename Body>
-void for_row_blocks(int64_t batch, const Body& body) {
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), batch / 8));
-  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t k = begin; k < end; ++k) {
-      const int64_t first = batch * k / blocks;
-      body(first, batch * (k + 1) / blocks - first);
-    }
-  });
 }
 
 torch::Tensor to_lengths(const torch::Tensor& lengths) { return lengths.to(torch::kCPU, torch::kLong).contiguous(); }
@@ -639,75 +540,48 @@ struct DecoderStack {
   }
 };
 
-// What both decoders' kernels keep of their inputs and attention for the backward pass: the
-// embeddings [T, B, E], attention weights [T, B, S], [context; query] [T, B, 2H], the memory.
-struct AttentionTrace {
-  torch::Tensor emb, weights, ch, keys, values, lengths;
-  double scale = 1.0;
-
-  AttentionTrace(torch::Tensor emb_, torch::Tensor weights_, torch::Tensor ch_, torch::Tensor keys_,
-                 torch::Tensor values_, torch::Tensor lengths_, double scale_)
-      : emb(std::move(emb_)), weights(std::move(weights_)), ch(std::move(ch_)), keys(std::move(keys_)),
-        values(std::move(values_)), lengths(std::move(lengths_)), scale(scale_) {}
-  explicit AttentionTrace(AutogradContext* ctx)
-      : AttentionTrace(ctx->saved_data["emb"].toTensor(), ctx->saved_data["weights"].toTensor(),
-                       ctx->saved_data["ch"].toTensor(), ctx->saved_data["keys"].toTensor(),
-                       ctx->saved_data["values"].toTensor(), ctx->saved_data["lengths"].toTensor(),
-                       ctx->saved_data["scale"].toDouble()) {}
-  void save(AutogradContext* ctx) const {
-    ctx->saved_data["emb"] = emb;
-    ctx->saved_data["weights"] = weights;
-    ctx->saved_data["ch"] = ch;
-    ctx->saved_data["keys"] = keys;
-    ctx->saved_data["values"] = values;
-    ctx->saved_data["lengths"] = lengths;
-    ctx->saved_data["scale"] = scale;
-  }
-};
-
 // The LuongDecoder: input feeding into the bottom layer, attention from the top one, and an optional
 // dropout mask on h~ (the paper's dropout on the attentional vector, which feeds both the output layer
 // and the next step): the features are h~ * mask, and the unmasked tanh is kept.
 struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForcedFunction> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& embedded, const torch::Tensor& h0,
-                               const torch::Tensor& c0, const torch::Tensor& keys_in, const torch::Tensor& values_in,
+                               const torch::Tensor& c0, const torch::Tensor& keys, const torch::Tensor& values,
                                const torch::Tensor& lengths_in, at::TensorList cell_weights,
-                               const torch::Tensor& wc_weight, const torch::Tensor& wc_bias, const torch::Tensor& mask,
-                               const torch::Tensor& between_mask, double scale, bool lstm, bool bf16) {
-    const int64_t B = embedded.size(0), T = embedded.size(1), E = embedded.size(2), S = keys_in.size(1);
+                               at::TensorList attention_parameters, const torch::Tensor& wc_weight,
+                               const torch::Tensor& wc_bias, const torch::Tensor& mask,
+                               const torch::Tensor& between_mask, const AttentionConfig& attention_config,
+                               double scale, bool lstm, bool bf16) {
+    const int64_t B = embedded.size(0), T = embedded.size(1), E = embedded.size(2);
     const DecoderStack stack(cell_weights, h0, c0, between_mask, T, lstm, bf16);
     const MatrixProducts& products = stack.products;
     const int64_t H = stack.H, G = stack.G;
     TORCH_CHECK(cell_weights[0].size(1) == E + H, "fused decoder: the recurrent input must be [embedding; h~]");
-    TORCH_CHECK(S <= kMaxSourceLength, "fused decoder: source longer than ", kMaxSourceLength);
     const bool masked = mask.numel() > 0;
     const torch::Tensor lengths = to_lengths(lengths_in);
-    check_inputs(lengths, B, S);
-    const torch::Tensor keys = keys_in.contiguous(), values = values_in.contiguous();
+    check_inputs(lengths, B, keys.size(1));
+    const StepAttention attention(attention_config, scale, attention_parameters, keys.contiguous(),
+                                  values.contiguous(), lengths, T, products);
     const torch::TensorOptions opts = embedded.options();
     const torch::Tensor emb = embedded.transpose(0, 1).contiguous();  // [T, B, E]
     const torch::Tensor ge = products.addmm(cell_weights[2], emb.view({T * B, E}), stack.w_ih[0].narrow(1, 0, E).t());
     torch::Tensor attentional = torch::empty({T + 1, B, H}, opts);  // h~_0 .. h~_T (masked)
     torch::Tensor unmasked = masked ? torch::empty({T, B, H}, opts) : torch::empty({0}, opts);
-    torch::Tensor weights = torch::empty({T, B, S}, opts);
-    torch::Tensor ch = torch::empty({T, B, 2 * H}, opts);  // [c_t; h_t]
     const torch::Tensor drop = masked ? mask.transpose(0, 1).contiguous() : mask;  // [T, B, H]
     attentional[0].zero_();
     const torch::Tensor w_feed_t = stack.layer0_recurrent_input(E).t();
     const torch::Tensor wc_operand = products.operand(wc_weight.detach());
     const torch::Tensor wc_t = wc_operand.t(), bias_c = wc_bias.detach();
     const torch::Tensor& top = stack.states[stack.L - 1];
+    const torch::Tensor& ch = attention.contexts();  // [c_t; h_t]
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced", [&] {
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
         torch::Tensor gi = torch::empty({rows, G * H}, opts);
         torch::Tensor gh = torch::empty({rows, G * H}, opts);
+        StepAttention::Workspace workspace = attention.workspace(rows);
         for (int64_t t = 0; t < T; ++t) {
           products.addmm_out(gi, step_rows(ge, t, B, first, rows), step_rows(attentional, t, B, first, rows), w_feed_t);
           stack.forward_step<scalar_t>(t, first, rows, gi, gh);
-          attention_forward(step_ptr<scalar_t>(top, t + 1) + first * H, keys.data_ptr<scalar_t>() + first * S * H,
-                            values.data_ptr<scalar_t>() + first * S * H, lengths.data_ptr<int64_t>() + first,
-                            static_cast<scalar_t>(scale), step_ptr<scalar_t>(weights, t) + first * S,
-                            step_ptr<scalar_t>(ch, t) + first * 2 * H, rows, S, H);
+          attention.forward_step<scalar_t>(t, first, rows, step_rows(top, t + 1, B, first, rows), workspace);
           torch::Tensor next = step_rows(attentional, t + 1, B, first, rows);
           products.addmm_out(next, bias_c, step_rows(ch, t, B, first, rows), wc_t);
           next.tanh_();
@@ -719,7 +593,8 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
       });
     });
     stack.save(ctx);
-    AttentionTrace(emb, weights, ch, keys, values, lengths, scale).save(ctx);
+    attention.save(ctx);
+    ctx->saved_data["emb"] = emb;
     ctx->saved_data["attentional"] = attentional;
     ctx->saved_data["unmasked"] = unmasked;
     ctx->saved_data["drop"] = drop;
@@ -729,33 +604,30 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const DecoderStack stack(ctx);
-    const AttentionTrace trace(ctx);
-    const torch::Tensor &emb = trace.emb, &weights = trace.weights, &ch = trace.ch, &keys = trace.keys;
-    const torch::Tensor &values = trace.values, &lengths = trace.lengths;
+    StepAttention attention(ctx);
+    const torch::Tensor emb = ctx->saved_data["emb"].toTensor();
     const torch::Tensor attentional = ctx->saved_data["attentional"].toTensor();
     const torch::Tensor unmasked = ctx->saved_data["unmasked"].toTensor();
     const torch::Tensor drop = ctx->saved_data["drop"].toTensor();
     const torch::Tensor wc_operand = ctx->saved_data["wc_operand"].toTensor();
-    const double scale = trace.scale;
     const bool masked = drop.numel() > 0;
-    const int64_t T = stack.T, B = stack.B, H = stack.H, G = stack.G, E = emb.size(2), S = keys.size(1);
+    const int64_t T = stack.T, B = stack.B, H = stack.H, G = stack.G, E = emb.size(2);
     const torch::TensorOptions opts = emb.options();
     const torch::Tensor d_features = grads[0].transpose(0, 1).contiguous();  // [T, B, H]
     torch::Tensor dpre = torch::empty({T, B, H}, opts);
     auto [dgi, dgh] = stack.gate_gradients();
-    torch::Tensor dkeys = torch::zeros_like(keys), dvalues = torch::zeros_like(values);
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
     const torch::Tensor w_feed = stack.layer0_recurrent_input(E);
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
-      const auto s = static_cast<scalar_t>(scale);
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
         torch::Tensor d_attentional = torch::zeros({rows, H}, opts);  // from step t+1's input
         DecoderStack::Carried carried = stack.carried(dh0, dc0, first, rows);
         torch::Tensor dh_step = torch::empty({rows, H}, opts);
         torch::Tensor dch = torch::empty({rows, 2 * H}, opts);
+        StepAttention::Workspace workspace = attention.workspace(rows);
         scalar_t* d_att = d_attentional.data_ptr<scalar_t>();
         for (int64_t t = T - 1; t >= 0; --t) {
           const scalar_t* d_feat = step_ptr<scalar_t>(d_features, t) + first * H;
@@ -771,11 +643,8 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
           }
           products.mm_out(dch, step_rows(dpre, t, B, first, rows), wc_operand);
           // dh_step: the query's and Wc's paths to the top layer's h_t.
-          attention_backward(dch.data_ptr<scalar_t>(), step_ptr<scalar_t>(top, t + 1) + first * H,
-                             keys.data_ptr<scalar_t>() + first * S * H, values.data_ptr<scalar_t>() + first * S * H,
-                             lengths.data_ptr<int64_t>() + first, s, step_ptr<scalar_t>(weights, t) + first * S,
-                             dh_step.data_ptr<scalar_t>(), dkeys.data_ptr<scalar_t>() + first * S * H,
-                             dvalues.data_ptr<scalar_t>() + first * S * H, rows, S, H);
+          attention.backward_step<scalar_t>(t, first, rows, step_rows(top, t + 1, B, first, rows),
+                                            dch.data_ptr<scalar_t>(), dh_step, workspace);
           stack.backward_step<scalar_t>(t, first, rows, dh_step, carried, dgi, dgh);
           products.mm_out(d_attentional, step_rows(dgi[0], t, B, first, rows), w_feed);
         }
@@ -783,17 +652,19 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     });
     const torch::Tensor dgi0 = dgi[0].view({T * B, G * H});
     const torch::Tensor w_embed = stack.w_ih[0].narrow(1, 0, E);
-    variable_list result = {products.mm(dgi0, w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0, dkeys, dvalues,
-                            torch::Tensor()};
+    variable_list result = {products.mm(dgi0, w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0};
+    attention.append_input_gradients(result);
+    result.emplace_back();  // lengths
     stack.append_weight_gradients(
         result, dgi, dgh,
         torch::cat({products.mm(dgi0.t(), emb.view({T * B, E})),
                     products.mm(dgi0.t(), attentional.narrow(0, 0, T).reshape({T * B, H}))},
                    1));
+    attention.append_parameter_gradients(result, top.narrow(0, 1, T));
     const torch::Tensor dpre_flat = dpre.view({T * B, H});
-    result.push_back(products.mm(dpre_flat.t(), ch.view({T * B, 2 * H})));
+    result.push_back(products.mm(dpre_flat.t(), attention.contexts().view({T * B, 2 * H})));
     result.push_back(dpre_flat.sum(0));
-    for (int i = 0; i < 5; ++i) result.emplace_back();  // the masks, scale, lstm, bf16
+    for (int i = 0; i < 6; ++i) result.emplace_back();  // the masks, the attention's configuration, scale, lstm, bf16
     return result;
   }
 };
@@ -803,34 +674,32 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
 // feeds nothing else, is the caller's).
 struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacherForcedFunction> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& embedded, const torch::Tensor& h0,
-                               const torch::Tensor& c0, const torch::Tensor& keys_in, const torch::Tensor& values_in,
+                               const torch::Tensor& c0, const torch::Tensor& keys, const torch::Tensor& values,
                                const torch::Tensor& lengths_in, at::TensorList cell_weights,
-                               const torch::Tensor& between_mask, double scale, bool lstm, bool bf16) {
-    const int64_t B = embedded.size(0), T = embedded.size(1), E = embedded.size(2), S = keys_in.size(1);
+                               at::TensorList attention_parameters, const torch::Tensor& between_mask,
+                               const AttentionConfig& attention_config, double scale, bool lstm, bool bf16) {
+    const int64_t B = embedded.size(0), T = embedded.size(1), E = embedded.size(2);
     const DecoderStack stack(cell_weights, h0, c0, between_mask, T, lstm, bf16);
     const MatrixProducts& products = stack.products;
     const int64_t H = stack.H, G = stack.G;
     TORCH_CHECK(cell_weights[0].size(1) == E + H, "fused decoder: the recurrent input must be [embedding; context]");
-    TORCH_CHECK(S <= kMaxSourceLength, "fused decoder: source longer than ", kMaxSourceLength);
     const torch::Tensor lengths = to_lengths(lengths_in);
-    check_inputs(lengths, B, S);
-    const torch::Tensor keys = keys_in.contiguous(), values = values_in.contiguous();
+    check_inputs(lengths, B, keys.size(1));
+    const StepAttention attention(attention_config, scale, attention_parameters, keys.contiguous(),
+                                  values.contiguous(), lengths, T, products);
     const torch::TensorOptions opts = embedded.options();
     const torch::Tensor emb = embedded.transpose(0, 1).contiguous();  // [T, B, E]
     const torch::Tensor ge = products.addmm(cell_weights[2], emb.view({T * B, E}), stack.w_ih[0].narrow(1, 0, E).t());
-    torch::Tensor weights = torch::empty({T, B, S}, opts);
-    torch::Tensor ch = torch::empty({T, B, 2 * H}, opts);  // [c_t; h_{t-1}]
     const torch::Tensor w_context_t = stack.layer0_recurrent_input(E).t();
     const torch::Tensor& top = stack.states[stack.L - 1];
+    const torch::Tensor& ch = attention.contexts();  // [c_t; h_{t-1}]
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced", [&] {
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
         torch::Tensor gi = torch::empty({rows, G * H}, opts);
         torch::Tensor gh = torch::empty({rows, G * H}, opts);
+        StepAttention::Workspace workspace = attention.workspace(rows);
         for (int64_t t = 0; t < T; ++t) {
-          attention_forward(step_ptr<scalar_t>(top, t) + first * H, keys.data_ptr<scalar_t>() + first * S * H,
-                            values.data_ptr<scalar_t>() + first * S * H, lengths.data_ptr<int64_t>() + first,
-                            static_cast<scalar_t>(scale), step_ptr<scalar_t>(weights, t) + first * S,
-                            step_ptr<scalar_t>(ch, t) + first * 2 * H, rows, S, H);
+          attention.forward_step<scalar_t>(t, first, rows, step_rows(top, t, B, first, rows), workspace);
           products.addmm_out(gi, step_rows(ge, t, B, first, rows), step_rows(ch, t, B, first, rows).narrow(1, 0, H),
                              w_context_t);
           stack.forward_step<scalar_t>(t, first, rows, gi, gh);
@@ -838,57 +707,54 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
       });
     });
     stack.save(ctx);
-    AttentionTrace(emb, weights, ch, keys, values, lengths, scale).save(ctx);
+    attention.save(ctx);
+    ctx->saved_data["emb"] = emb;
     return {top.narrow(0, 1, T).transpose(0, 1).contiguous()};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const DecoderStack stack(ctx);
-    const AttentionTrace trace(ctx);
-    const torch::Tensor &emb = trace.emb, &weights = trace.weights, &ch = trace.ch, &keys = trace.keys;
-    const torch::Tensor &values = trace.values, &lengths = trace.lengths;
-    const double scale = trace.scale;
-    const int64_t T = stack.T, B = stack.B, H = stack.H, G = stack.G, E = emb.size(2), S = keys.size(1);
+    StepAttention attention(ctx);
+    const torch::Tensor emb = ctx->saved_data["emb"].toTensor();
+    const int64_t T = stack.T, B = stack.B, H = stack.H, G = stack.G, E = emb.size(2);
     const torch::TensorOptions opts = emb.options();
     const torch::Tensor d_features = grads[0].transpose(0, 1).contiguous();  // [T, B, H]
     auto [dgi, dgh] = stack.gate_gradients();
-    torch::Tensor dkeys = torch::zeros_like(keys), dvalues = torch::zeros_like(values);
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
     const torch::Tensor w_context = stack.layer0_recurrent_input(E);
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced_backward", [&] {
-      const auto s = static_cast<scalar_t>(scale);
       for_row_blocks(B, [&](int64_t first, int64_t rows) {
         DecoderStack::Carried carried = stack.carried(dh0, dc0, first, rows);
         torch::Tensor dh_step = torch::empty({rows, H}, opts);
         torch::Tensor dquery = torch::empty({rows, H}, opts);
         torch::Tensor dch = torch::zeros({rows, 2 * H}, opts);  // [d context; 0]: h_{t-1} enters only as the query
+        StepAttention::Workspace workspace = attention.workspace(rows);
         for (int64_t t = T - 1; t >= 0; --t) {
           dh_step.copy_(step_rows(d_features, t, B, first, rows));
           stack.backward_step<scalar_t>(t, first, rows, dh_step, carried, dgi, dgh);
           torch::Tensor d_context = dch.narrow(1, 0, H);
           products.mm_out(d_context, step_rows(dgi[0], t, B, first, rows), w_context);
-          attention_backward(dch.data_ptr<scalar_t>(), step_ptr<scalar_t>(top, t) + first * H,
-                             keys.data_ptr<scalar_t>() + first * S * H, values.data_ptr<scalar_t>() + first * S * H,
-                             lengths.data_ptr<int64_t>() + first, s, step_ptr<scalar_t>(weights, t) + first * S,
-                             dquery.data_ptr<scalar_t>(), dkeys.data_ptr<scalar_t>() + first * S * H,
-                             dvalues.data_ptr<scalar_t>() + first * S * H, rows, S, H);
+          attention.backward_step<scalar_t>(t, first, rows, step_rows(top, t, B, first, rows),
+                                            dch.data_ptr<scalar_t>(), dquery, workspace);
           carried.dh[stack.L - 1].add_(dquery);
         }
       });
     });
     const torch::Tensor dgi0 = dgi[0].view({T * B, G * H});
     const torch::Tensor w_embed = stack.w_ih[0].narrow(1, 0, E);
-    variable_list result = {products.mm(dgi0, w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0, dkeys, dvalues,
-                            torch::Tensor()};
+    variable_list result = {products.mm(dgi0, w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0};
+    attention.append_input_gradients(result);
+    result.emplace_back();  // lengths
     stack.append_weight_gradients(
         result, dgi, dgh,
         torch::cat({products.mm(dgi0.t(), emb.view({T * B, E})),
-                    products.mm(dgi0.t(), ch.narrow(2, 0, H).reshape({T * B, H}))},
+                    products.mm(dgi0.t(), attention.contexts().narrow(2, 0, H).reshape({T * B, H}))},
                    1));
-    for (int i = 0; i < 4; ++i) result.emplace_back();  // the mask, scale, lstm, bf16
+    attention.append_parameter_gradients(result, top.narrow(0, 0, T));
+    for (int i = 0; i < 5; ++i) result.emplace_back();  // the mask, the attention's configuration, scale, lstm, bf16
     return result;
   }
 };
@@ -925,7 +791,7 @@ torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const to
                                          const torch::Tensor& keys, const torch::Tensor& values,
                                          const torch::Tensor& src_lengths, const std::vector<CellWeights>& layers,
                                          bool lstm, const torch::Tensor& wc_weight, const torch::Tensor& wc_bias,
-                                         double scale, const torch::Tensor& dropout_mask,
+                                         const FusedAttentionParameters& attention, const torch::Tensor& dropout_mask,
                                          const torch::Tensor& between_layers_mask) {
   TORCH_CHECK(embedded.device().is_cpu(), "fused_luong_teacher_forced runs on the CPU");
   const FusedKernelCall call(wc_weight);
@@ -934,14 +800,16 @@ torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const to
   const auto or_empty = [&](const torch::Tensor& t) { return t.defined() ? call.input(t) : empty; };
   return LuongTeacherForcedFunction::apply(call.input(embedded), call.input(h0), lstm ? call.input(c0) : empty,
                                            call.input(keys), call.input(values), src_lengths,
-                                           at::TensorList(cell_weights), wc_weight, wc_bias, or_empty(dropout_mask),
-                                           or_empty(between_layers_mask), scale, lstm, call.bf16)[0];
+                                           at::TensorList(cell_weights), at::TensorList(attention.tensors), wc_weight,
+                                           wc_bias, or_empty(dropout_mask), or_empty(between_layers_mask),
+                                           attention.config, attention.scale, lstm, call.bf16)[0];
 }
 
 torch::Tensor fused_bahdanau_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0,
                                             const torch::Tensor& c0, const torch::Tensor& keys,
                                             const torch::Tensor& values, const torch::Tensor& src_lengths,
-                                            const std::vector<CellWeights>& layers, bool lstm, double scale,
+                                            const std::vector<CellWeights>& layers, bool lstm,
+                                            const FusedAttentionParameters& attention,
                                             const torch::Tensor& between_layers_mask) {
   TORCH_CHECK(embedded.device().is_cpu(), "fused_bahdanau_teacher_forced runs on the CPU");
   const FusedKernelCall call(layers.at(0).w_ih);
@@ -949,8 +817,9 @@ torch::Tensor fused_bahdanau_teacher_forced(const torch::Tensor& embedded, const
   const torch::Tensor empty = torch::empty({0}, layers[0].w_ih.options());
   return BahdanauTeacherForcedFunction::apply(
       call.input(embedded), call.input(h0), lstm ? call.input(c0) : empty, call.input(keys), call.input(values),
-      src_lengths, at::TensorList(cell_weights),
-      between_layers_mask.defined() ? call.input(between_layers_mask) : empty, scale, lstm, call.bf16)[0];
+      src_lengths, at::TensorList(cell_weights), at::TensorList(attention.tensors),
+      between_layers_mask.defined() ? call.input(between_layers_mask) : empty, attention.config, attention.scale, lstm,
+      call.bf16)[0];
 }
 
 }  // namespace luong::models

@@ -37,14 +37,33 @@ struct Case {
   int64_t layers = 1;
   bool bidirectional = false;
   DecoderKind decoder = DecoderKind::kLuong;
+  AttentionKind attention = AttentionKind::kGlobal;
+  int64_t window = 1;
+  bool renormalize = false;
+  int64_t positions = 64;  ///< the location score's W_a rows (below the source length: unscored positions)
 };
+
+// A local or location case: `base` (score, cell, layers, decoder) with the attention's own settings.
+Case attention_case(std::string name, AttentionKind kind, Case base, int64_t window = 1, bool renormalize = false,
+                    int64_t positions = 64) {
+  base.name = std::move(name);
+  base.attention = kind;
+  base.window = window;
+  base.renormalize = renormalize;
+  base.positions = positions;
+  return base;
+}
 void PrintTo(const Case& c, std::ostream* out) { *out << c.name; }
 
 Seq2Seq make_model(const Case& c, torch::ScalarType dtype) {
   torch::manual_seed(11);
   AttentionConfig attention;
+  attention.kind = c.attention;
   attention.score = c.score;
   attention.scale = c.scale;
+  attention.window = c.window;
+  attention.renormalize = c.renormalize;
+  attention.positions = c.positions;
   Seq2Seq model(Seq2SeqOptions(12, 10).embed_size(5).hidden_size(6).attention(attention).cell(c.cell).layers(c.layers)
                     .bidirectional(c.bidirectional).decoder(c.decoder));
   model->to(dtype);
@@ -89,10 +108,11 @@ LossAndGradients run(Seq2Seq& model, bool fused, const Batch& b, Precision preci
   // The test proves which path ran: the fused kernels are autograd nodes of their own.
   const std::set<std::string> nodes = graph_nodes(out.loss);
   const bool luong = dynamic_cast<const LuongDecoderImpl*>(model->decoder.get()) != nullptr;
-  const bool decoder_fused = fused && model->decoder->uses_fused_kernel(torch::kCPU);
+  // Every attention, score, cell and depth has its fused decoder now.
+  EXPECT_EQ(model->decoder->uses_fused_kernel(torch::kCPU), fused);
   const std::pair<const char*, bool> kernels[] = {{"RecurrentSequenceFunction", fused},
-                                                  {"LuongTeacherForcedFunction", decoder_fused && luong},
-                                                  {"BahdanauTeacherForcedFunction", decoder_fused && !luong},
+                                                  {"LuongTeacherForcedFunction", fused && luong},
+                                                  {"BahdanauTeacherForcedFunction", fused && !luong},
                                                   {"LinearCrossEntropyFunction", fused}};
   for (const auto& [kernel, expected] : kernels) {
     EXPECT_EQ(has_node(nodes, kernel), expected) << kernel << (expected ? " did not run" : " ran where it should not");
@@ -191,16 +211,24 @@ TEST_P(FusedRecurrenceTest, Bf16StaysCloseToFloat32AndTheModulePath) {
   EXPECT_GT(loss_change, 1e-6) << "bf16 changed nothing: the products ran in float32";
   EXPECT_LE(loss_change, 1e-2);
   EXPECT_NEAR(modules16.loss, reference.loss, 1e-2 * std::abs(reference.loss));
-  double worst = 0;
+  double worst_fused = 0, worst_modules = 0;
   for (std::size_t i = 0; i < reference.gradients.size(); ++i) {
+    const std::string& name = reference.gradients[i].first;
     const torch::Tensor& g = reference.gradients[i].second;
     const double fused_error = relative_difference(fused16.gradients[i].second, g);
     const double module_error = relative_difference(modules16.gradients[i].second, g);
-    worst = std::max({worst, fused_error, module_error});
-    EXPECT_LE(fused_error, 5e-2) << reference.gradients[i].first << " (fused)";
-    EXPECT_LE(module_error, 5e-2) << reference.gradients[i].first << " (modules under autocast)";
+    worst_fused = std::max(worst_fused, fused_error);
+    worst_modules = std::max(worst_modules, module_error);
+    EXPECT_LE(fused_error, 5e-2) << name << " (fused)";
+    // Autocast runs local-p's position predictor (v_p . tanh(W_p h), a [1, H] Linear) in bf16 too; its
+    // rounding, times (S - 1) sigmoid' into p_t and through the Gaussian, puts the module path's
+    // predictor gradients up to 7.4e-2 from float32 (measured). The fused kernel keeps that dot
+    // product in float32 and is held to 5e-2 like every other gradient.
+    const bool autocast_predictor = name.find("position_") != std::string::npos;
+    EXPECT_LE(module_error, autocast_predictor ? 1e-1 : 5e-2) << name << " (modules under autocast)";
   }
-  std::printf("  %-12s worst relative gradient difference from float32: %.3e\n", GetParam().name.c_str(), worst);
+  std::printf("  %-12s worst relative gradient difference from float32: fused %.3e, modules %.3e\n",
+              GetParam().name.c_str(), worst_fused, worst_modules);
 }
 
 // Twenty rows, so that the fused kernels split the batch into blocks over the intra-op threads (one
@@ -243,7 +271,34 @@ INSTANTIATE_TEST_SUITE_P(Scores, FusedRecurrenceTest,
                                            Case{"bahdanau_general", ScoreKind::kGeneral, true, CellKind::kGru, 1, false,
                                                 DecoderKind::kBahdanau},
                                            Case{"bahdanau_lstm_2layer_bidirectional", ScoreKind::kDot, true,
-                                                CellKind::kLstm, 2, true, DecoderKind::kBahdanau}),
+                                                CellKind::kLstm, 2, true, DecoderKind::kBahdanau},
+                                           Case{"concat", ScoreKind::kConcat, true},
+                                           attention_case("location", AttentionKind::kGlobal,
+                                                          Case{"", ScoreKind::kLocation, true}, 1, false, 4),
+                                           attention_case("local_m_dot", AttentionKind::kLocalMonotonic,
+                                                          Case{"", ScoreKind::kDot, true}),
+                                           attention_case("local_m_general_lstm", AttentionKind::kLocalMonotonic,
+                                                          Case{"", ScoreKind::kGeneral, false, CellKind::kLstm}),
+                                           // Late steps' windows lie past W_a's 2 positions: weights 1/S there.
+                                           attention_case("local_m_location_unscored", AttentionKind::kLocalMonotonic,
+                                                          Case{"", ScoreKind::kLocation, true}, 1, false, 2),
+                                           attention_case("local_p_general", AttentionKind::kLocalPredictive,
+                                                          Case{"", ScoreKind::kGeneral, true}),
+                                           attention_case("local_p_concat_renormalized", AttentionKind::kLocalPredictive,
+                                                          Case{"", ScoreKind::kConcat, true}, 2, true),
+                                           attention_case("local_p_location_lstm_2layer_bidirectional",
+                                                          AttentionKind::kLocalPredictive,
+                                                          Case{"", ScoreKind::kLocation, true, CellKind::kLstm, 2, true},
+                                                          1, false, 4),
+                                           Case{"bahdanau_concat", ScoreKind::kConcat, true, CellKind::kGru, 1, false,
+                                                DecoderKind::kBahdanau},
+                                           attention_case("bahdanau_local_p_dot", AttentionKind::kLocalPredictive,
+                                                          Case{"", ScoreKind::kDot, true, CellKind::kGru, 1, false,
+                                                               DecoderKind::kBahdanau}),
+                                           attention_case("bahdanau_local_m_location_lstm", AttentionKind::kLocalMonotonic,
+                                                          Case{"", ScoreKind::kLocation, true, CellKind::kLstm, 1, false,
+                                                               DecoderKind::kBahdanau},
+                                                          2, false, 3)),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 TEST(FusedGruSequenceTest, EqualsPackedGru) {
@@ -318,7 +373,8 @@ TEST(FusedLuongDecoderTest, DropoutMasksMatchTheStepLoop) {
         std::vector<CellWeights> cells;
         for (int64_t l = 0; l < L; ++l) cells.push_back(CellWeights::of(rnn, l, 0));
         return fused_luong_teacher_forced(emb, h0, c0, enc, enc, lengths, cells, lstm, wc->weight, wc->bias,
-                                          1.0 / std::sqrt(static_cast<double>(H)), mask, between);
+                                          FusedAttentionParameters::global(1.0 / std::sqrt(static_cast<double>(H))),
+                                          mask, between);
       };
       const torch::Tensor a = reference(), b = fused();
       EXPECT_LE((a - b).abs().max().item<double>(), 1e-14) << name;

@@ -85,7 +85,7 @@ class DecoderInterface : public torch::nn::Module {
   virtual TeacherForced teacher_forced(const torch::Tensor& dec_in, const DecoderState& state,
                                        const AttentionMemory& memory, bool keep_weights);
   /// Whether teacher_forced() takes the decoder's fused kernel for tensors on `device`: on the CPU,
-  /// with global dot or general attention, GRU or LSTM cells of any depth (options.fused).
+  /// for every attention, score and cell at any depth (options.fused).
   bool uses_fused_kernel(const torch::Device& device) const;
   /// Cross-entropy of features [N, H] against targets [N] -> [N], with label smoothing eps (the
   /// target gets 1 - eps, every class eps / V): the vocabulary projection and the loss as one fused

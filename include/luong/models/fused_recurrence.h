@@ -1,7 +1,8 @@
 #pragma once
 // The recurrences of training, each as one autograd node with a hand-written backward pass through
 // time: a GRU or LSTM layer over a padded batch in either direction (the encoder's layers) and the
-// teacher-forced LuongDecoder and the notebook's Decoder with global dot/general attention. At the notebook's sizes (hidden 64, batch 32)
+// teacher-forced LuongDecoder and the notebook's Decoder with any attention (global, local-m or
+// local-p; dot, general, concat or location: models/fused_attention.h). At the notebook's sizes (hidden 64, batch 32)
 // LibTorch spends most of a training step recording and replaying ~100 tiny autograd ops per time
 // step; here each step is two or three matrix products plus plain loops, and the weight gradients
 // are one product over all steps. CPU only, float32 or float64; the module path
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "luong/models/fused_attention.h"
 #include "luong/models/recurrent.h"
 
 namespace luong::models {
@@ -46,31 +48,34 @@ struct FusedLayerOutput {
 FusedLayerOutput fused_recurrent_layer(const torch::Tensor& x, const torch::Tensor& lengths, const CellWeights& weights,
                                        bool lstm, bool reverse);
 
-/// The LuongDecoder's teacher-forced recurrence with global attention, L stacked GRU or LSTM layers:
+/// The LuongDecoder's teacher-forced recurrence, L stacked GRU or LSTM layers:
 ///   h^1_t = RNN_1([e_t; h~_{t-1}], h^1_{t-1}),  h^l_t = RNN_l(h^{l-1}_t * m^{l-1}_t, h^l_{t-1}),  h~_0 = 0
-///   a_t = softmax over j < src_lengths[b] of scale * keys[b, j] . h^L_t
+///   a_t = the attention's weights for query h^L_t at step t (global dot: softmax over j < src_lengths[b]
+///         of scale * keys[b, j] . h^L_t; the others as their modules compute them)
 ///   h~_t = tanh(Wc [sum_j a_tj values[b, j]; h^L_t] + bc) * mask_t   (mask: dropout, scaled; or none)
-/// embedded [B, T, E], h0 (and c0 for LSTM) [L, B, H], keys and values [B, S, H] (the same tensor for
-/// dot scores), src_lengths [B] int64, the cells bottom first (the first over inputs of size E + H,
-/// the others over H), wc_weight [H, 2H], wc_bias [H], dropout_mask [B, T, H] or undefined,
-/// between_layers_mask (m above: dropout on each layer's output that feeds the next) [L - 1, B, T, H]
-/// or undefined -> h~ for every step [B, T, H].
+/// embedded [B, T, E], h0 (and c0 for LSTM) [L, B, H], keys and values [B, S, H] (the attention
+/// module's prepared keys and the encoder's outputs), src_lengths [B] int64, the cells bottom first
+/// (the first over inputs of size E + H, the others over H), wc_weight [H, 2H], wc_bias [H],
+/// `attention` (FusedAttentionParameters::of the decoder's module), dropout_mask [B, T, H] or
+/// undefined, between_layers_mask (m above: dropout on each layer's output that feeds the next)
+/// [L - 1, B, T, H] or undefined -> h~ for every step [B, T, H].
 torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0, const torch::Tensor& c0,
                                          const torch::Tensor& keys, const torch::Tensor& values,
                                          const torch::Tensor& src_lengths, const std::vector<CellWeights>& layers,
                                          bool lstm, const torch::Tensor& wc_weight, const torch::Tensor& wc_bias,
-                                         double scale, const torch::Tensor& dropout_mask = {},
+                                         const FusedAttentionParameters& attention, const torch::Tensor& dropout_mask = {},
                                          const torch::Tensor& between_layers_mask = {});
 
 /// The notebook's Decoder (attention before the recurrence), teacher-forced, L stacked GRU or LSTM
-/// layers with global attention:
-///   a_t = softmax over j < src_lengths[b] of scale * keys[b, j] . h^L_{t-1},  c_t = sum_j a_tj values[b, j]
+/// layers:
+///   a_t = the attention's weights for query h^L_{t-1} at step t,  c_t = sum_j a_tj values[b, j]
 ///   h^1_t = RNN_1([e_t; c_t], h^1_{t-1}),  h^l_t = RNN_l(h^{l-1}_t * m^{l-1}_t, h^l_{t-1})
 /// with the shapes of fused_luong_teacher_forced -> the top layer's h_t for every step [B, T, H].
 torch::Tensor fused_bahdanau_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0,
                                             const torch::Tensor& c0, const torch::Tensor& keys,
                                             const torch::Tensor& values, const torch::Tensor& src_lengths,
-                                            const std::vector<CellWeights>& layers, bool lstm, double scale,
+                                            const std::vector<CellWeights>& layers, bool lstm,
+                                            const FusedAttentionParameters& attention,
                                             const torch::Tensor& between_layers_mask = {});
 
 }  // namespace luong::models
