@@ -4,6 +4,7 @@
 # run, it trains one model and prints its test scores:
 #
 #   scripts/recipe.sh DIRECTION(en-ar|ar-en) SEED OUT [EXTRA TRAIN FLAGS...]
+#   (LUONG_THREADS=N: the evaluation's threads, where the train flags set training's)
 #
 # The whole corpus: sentences of at most 25 words, 500 dev and 500 test pairs, every other pair for
 # training; sentencepiece (unigram, 4000 pieces per side), a bidirectional LSTM encoder and a Luong
@@ -42,5 +43,7 @@ if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
   mkdir -p "$(dirname "$out")"
   "$luong" train --data "$recipe_corpus" "${reverse[@]}" "${recipe_flags[@]}" --seed "$seed" --out "$out" "$@" \
     2> "$out.train.log" || { tail -5 "$out.train.log" >&2; exit 1; }
-  "$luong" evaluate --model "$out" "${recipe_search_flags[@]}" 2> "$out.eval.log"
+  threads=()
+  [[ -n ${LUONG_THREADS:-} ]] && threads=(--threads "$LUONG_THREADS")
+  "$luong" evaluate --model "$out" "${recipe_search_flags[@]}" "${threads[@]}" 2> "$out.eval.log"
 fi

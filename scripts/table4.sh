@@ -7,8 +7,14 @@
 # print "-".
 #
 #   scripts/table4.sh [SEEDS="1"] [DIRECTIONS="ar-en en-ar"] [DECODERS="luong bahdanau"]
-#   (RECIPE_SECONDS of training per run, default 450, the recipe's: 12 runs per decoder, direction and
-#   seed; TABLE4_PRINT_ONLY=1 prints what has run without training)
+#
+# Two protocols, each in its own directory so that their cells never share a grid:
+#   TABLE4_EPOCHS=N  every cell trains exactly N epochs, as the paper compares its variants (after the
+#                    same training, whatever each costs); the result does not depend on the machine's
+#                    speed or load, so TABLE4_JOBS=J runs J cells at once, each on nproc / J threads.
+#   otherwise        every cell trains for RECIPE_SECONDS (default 450, the recipe's budget) on all
+#                    cores, one at a time: what each variant reaches in the same time.
+# TABLE4_PRINT_ONLY=1 prints what has run without training.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds=${1:-1}
@@ -16,8 +22,15 @@ directions=${2:-ar-en en-ar}
 decoders=${3:-luong bahdanau}
 scores=(dot general concat location)
 attentions=(global local-m local-p)
-# One directory per budget, so that cells trained for different times never share a grid.
-root=runs/table4-${RECIPE_SECONDS:-450}s
+parallel=1 threads="" budget=()
+if [[ -n ${TABLE4_EPOCHS:-} ]]; then
+  root=runs/table4-${TABLE4_EPOCHS}ep
+  parallel=${TABLE4_JOBS:-1}
+  threads=$(( $(nproc) / parallel > 0 ? $(nproc) / parallel : 1 ))
+  budget=(--epochs "$TABLE4_EPOCHS" --max-time 0 --threads "$threads")
+else
+  root=runs/table4-${RECIPE_SECONDS:-450}s
+fi
 mkdir -p "$root"
 
 attention_flags() {  # ATTENTION SCORE -> luong train flags
@@ -33,20 +46,24 @@ if [[ -z ${TABLE4_PRINT_ONLY:-} ]]; then
             out=$root/$direction-s$seed-$decoder-$attention-$score
             [[ -s $out.json ]] && continue
             # The recipe itself is the Luong decoder's global/general cell (scripts/recipe-seeds.sh).
-            if [[ $decoder/$attention/$score == luong/global/general && ${RECIPE_SECONDS:-450} == 450 &&
-                  -s runs/recipe/$direction-s$seed.json ]]; then
+            if [[ -z ${TABLE4_EPOCHS:-} && $decoder/$attention/$score == luong/global/general &&
+                  ${RECIPE_SECONDS:-450} == 450 && -s runs/recipe/$direction-s$seed.json ]]; then
               cp "runs/recipe/$direction-s$seed.json" "$out.json"
               continue
             fi
-            # shellcheck disable=SC2046
-            scripts/recipe.sh "$direction" "$seed" "$out" --decoder "$decoder" $(attention_flags "$attention" "$score") \
-              > "$out.json.tmp" && mv "$out.json.tmp" "$out.json"
-            echo "table4: $out done" >&2
+            while (($(jobs -rp | wc -l) >= parallel)); do wait -n || true; done
+            (
+              # shellcheck disable=SC2046
+              LUONG_THREADS=$threads scripts/recipe.sh "$direction" "$seed" "$out" --decoder "$decoder" \
+                $(attention_flags "$attention" "$score") "${budget[@]}" > "$out.json.tmp" &&
+                mv "$out.json.tmp" "$out.json" && echo "table4: $out done" >&2
+            ) &
           done
         done
       done
     done
   done
+  wait
 fi
 
 .venv/bin/python - "$root" "$seeds" "$directions" "$decoders" <<'PY'

@@ -29,9 +29,9 @@ struct DecoderOptions {
   TORCH_ARG(AttentionConfig, attention) = AttentionConfig{};
   /// The output projection reuses the embedding matrix (needs embed_size == hidden_size).
   TORCH_ARG(bool, tie_embeddings) = false;
-  /// On the CPU, use the hand-differentiated kernels where they apply: the teacher-forced
-  /// LuongDecoder with one GRU or LSTM layer and global dot/general attention (fused_recurrence.h),
-  /// and the vocabulary projection with its cross-entropy (linear_cross_entropy.h).
+  /// On the CPU, use the hand-differentiated kernels: the teacher-forced recurrence of either
+  /// decoder, any depth, cell and attention (fused_recurrence.h, fused_attention.h), and the
+  /// vocabulary projection with its cross-entropy (linear_cross_entropy.h).
   TORCH_ARG(bool, fused) = true;
 };
 
