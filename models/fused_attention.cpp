@@ -73,6 +73,13 @@ T dot(const T* a, const T* b, int64_t n) {
   return sum;
 }
 
+// local-p's p_t = (S_b - 1) sigmoid(...) of batch row `row` at step t, from the recorded gates [T, B].
+template <typename scalar_t>
+scalar_t predicted_position(const torch::Tensor& gates, const torch::Tensor& lengths, int64_t t, int64_t row) {
+  const auto last = static_cast<scalar_t>(lengths.data_ptr<int64_t>()[row] - 1);
+  return step_ptr<scalar_t>(gates, t)[row] * last;
+}
+
 torch::Tensor or_empty(const torch::Tensor& t, const torch::TensorOptions& options) {
   return t.defined() ? t : torch::empty({0}, options);
 }
@@ -174,8 +181,9 @@ StepAttention::Window StepAttention::window(int64_t t, int64_t row) const {
     case AttentionKind::kLocalMonotonic: centre = std::min<int64_t>(t, length - 1); break;
     case AttentionKind::kLocalPredictive: {
       const auto last = static_cast<scalar_t>(length - 1);
-      const scalar_t predicted = step_ptr<scalar_t>(position_gate_, t)[row] * last;
-      scalar_t rounded = std::nearbyint(predicted);  // half to even, as torch.round
+      // Rounded half to even, as torch.round.
+      scalar_t rounded = std::nearbyint(predicted_position<scalar_t>(position_gate_, lengths_, t, row));
+      if (!std::isfinite(rounded)) return {0, 0};  // no integer window (forward_step makes the weights NaN)
       if (config_.renormalize) {
         const auto d = static_cast<scalar_t>(D);
         rounded = std::max(std::min(rounded, std::max(last - d, d)), d);
@@ -223,6 +231,14 @@ void StepAttention::forward_step(int64_t t, int64_t first, int64_t rows, const t
     const scalar_t* v = values_.data_ptr<scalar_t>() + b * S * H;
     scalar_t* a = step_ptr<scalar_t>(weights_, t) + b * S;
     scalar_t* c = step_ptr<scalar_t>(contexts_, t) + b * 2 * H;
+    if (predictive() && !std::isfinite(predicted_position<scalar_t>(position_gate_, lengths_, t, b))) {
+      // A diverged predictor: the module's Gaussian is NaN at every position, and so are its weights
+      // and context; the loss must show it.
+      std::fill_n(a, S, std::numeric_limits<scalar_t>::quiet_NaN());
+      std::fill_n(c, H, std::numeric_limits<scalar_t>::quiet_NaN());
+      std::memcpy(c + H, q, sizeof(scalar_t) * H);
+      continue;
+    }
     const Window w = window<scalar_t>(t, b);
     std::fill_n(a, S, scalar_t(0));
     for (int64_t j = w.lo; j < w.hi; ++j) {
@@ -256,12 +272,11 @@ void StepAttention::forward_step(int64_t t, int64_t first, int64_t rows, const t
     if (predictive()) {
       // Eq. (10): the window's softmax times a Gaussian around the real-valued p_t.
       std::memcpy(step_ptr<scalar_t>(align_, t) + b * S, a, sizeof(scalar_t) * S);
-      const auto last = static_cast<scalar_t>(lengths_.data_ptr<int64_t>()[b] - 1);
-      const scalar_t predicted = step_ptr<scalar_t>(position_gate_, t)[b] * last;
+      const scalar_t p = predicted_position<scalar_t>(position_gate_, lengths_, t, b);
       const auto spread = static_cast<scalar_t>(2.0 * sigma * sigma);
       scalar_t total = 0;
       for (int64_t j = w.lo; j < w.hi; ++j) {
-        const scalar_t offset = static_cast<scalar_t>(j) - predicted;
+        const scalar_t offset = static_cast<scalar_t>(j) - p;
         total += (a[j] *= std::exp(-(offset * offset) / spread));
       }
       if (config_.renormalize) {
@@ -309,13 +324,13 @@ void StepAttention::backward_step(int64_t t, int64_t first, int64_t rows, const 
       softmax = step_ptr<scalar_t>(align_, t) + b * S;
       const auto last = static_cast<scalar_t>(lengths_.data_ptr<int64_t>()[b] - 1);
       const scalar_t gate = step_ptr<scalar_t>(position_gate_, t)[b];
-      const scalar_t predicted = gate * last;
+      const scalar_t p = predicted_position<scalar_t>(position_gate_, lengths_, t, b);
       const auto spread = static_cast<scalar_t>(2.0 * sigma * sigma);
       const auto variance = static_cast<scalar_t>(sigma * sigma);
       if (config_.renormalize) {
         scalar_t total = 0, weighted = 0;
         for (int64_t j = w.lo; j < w.hi; ++j) {
-          const scalar_t offset = static_cast<scalar_t>(j) - predicted;
+          const scalar_t offset = static_cast<scalar_t>(j) - p;
           total += softmax[j] * std::exp(-(offset * offset) / spread);
           weighted += a[j] * dw[j];
         }
@@ -326,7 +341,7 @@ void StepAttention::backward_step(int64_t t, int64_t first, int64_t rows, const 
       }
       scalar_t dp = 0;
       for (int64_t j = w.lo; j < w.hi; ++j) {
-        const scalar_t offset = static_cast<scalar_t>(j) - predicted;
+        const scalar_t offset = static_cast<scalar_t>(j) - p;
         const scalar_t gaussian = std::exp(-(offset * offset) / spread);
         dp += dw[j] * softmax[j] * gaussian * offset / variance;
         dw[j] *= gaussian;

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -12,6 +14,7 @@
 #include "luong/models/global_attention.h"
 #include "luong/models/luong_decoder.h"
 #include "luong/models/precision.h"
+#include "luong/models/predictive_alignment_attention.h"
 #include "luong/models/seq2seq.h"
 
 namespace luong::models {
@@ -300,6 +303,28 @@ INSTANTIATE_TEST_SUITE_P(Scores, FusedRecurrenceTest,
                                                                DecoderKind::kBahdanau},
                                                           2, false, 3)),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// A diverged run (NaN weights) through local-p: p_t is NaN, which the kernel must not turn into a
+// window (an integer conversion of NaN); the loss comes out NaN, as the module path's does.
+TEST(FusedAttentionTest, NonFinitePositionGivesANonFiniteLossInBothDecoders) {
+  for (const DecoderKind decoder : {DecoderKind::kLuong, DecoderKind::kBahdanau}) {
+    Case c = attention_case("local_p", AttentionKind::kLocalPredictive, Case{"", ScoreKind::kGeneral, true}, 1, true);
+    c.decoder = decoder;
+    Seq2Seq model = make_model(c, torch::kFloat);
+    auto& local = dynamic_cast<PredictiveAlignmentAttentionImpl&>(model->decoder->attention());
+    {
+      const torch::NoGradGuard no_grad;
+      local.position_predictor->bias.fill_(std::numeric_limits<float>::quiet_NaN());
+    }
+    const Batch b = padded_batch();
+    for (const bool fused : {true, false}) {
+      model->set_fused(fused);
+      const LossOutput out = model->loss(b.src, b.lengths, b.dec_in, b.dec_tgt, LossAverage::kStep);
+      EXPECT_FALSE(std::isfinite(out.loss.item<double>())) << options::enum_name(decoder) << (fused ? " fused" : " modules");
+      out.loss.backward();
+    }
+  }
+}
 
 TEST(FusedGruSequenceTest, EqualsPackedGru) {
   torch::manual_seed(5);
