@@ -80,6 +80,13 @@ scalar_t predicted_position(const torch::Tensor& gates, const torch::Tensor& len
   return step_ptr<scalar_t>(gates, t)[row] * last;
 }
 
+// Eq. (10)'s Gaussian at source position j around p_t: exp(-(j - p)^2 / spread), spread = 2 sigma^2.
+template <typename scalar_t>
+scalar_t gaussian(int64_t j, scalar_t p, scalar_t spread) {
+  const scalar_t offset = static_cast<scalar_t>(j) - p;
+  return std::exp(-(offset * offset) / spread);
+}
+
 torch::Tensor or_empty(const torch::Tensor& t, const torch::TensorOptions& options) {
   return t.defined() ? t : torch::empty({0}, options);
 }
@@ -101,8 +108,7 @@ StepAttention::StepAttention(const AttentionConfig& config, double scale, at::Te
     TORCH_CHECK(i < parameters.size(), "fused attention: missing parameters for ", options::enum_name(config.score),
                 " / ", options::enum_name(config.kind));
     const torch::Tensor p = parameters[i++].detach();
-    parameters_.push_back(product_operand ? products_.operand(p) : p);
-    return parameters_.back();
+    return product_operand ? products_.operand(p) : p;
   };
   if (concat()) query_weight_ = next(true), score_vector_ = next(false).reshape({H_});
   if (location()) query_weight_ = next(true), P_ = query_weight_.size(0);
@@ -124,7 +130,12 @@ StepAttention::StepAttention(const AttentionConfig& config, double scale, at::Te
 
 void StepAttention::save(AutogradContext* ctx) const {
   const torch::TensorOptions opts = keys_.options();
-  ctx->saved_data["attention_parameters"] = parameters_;
+  // By name, the matrices as the products took them, so that the backward pass neither converts
+  // them again nor repeats the list's order.
+  ctx->saved_data["attention_parameters"] =
+      std::vector<torch::Tensor>{or_empty(query_weight_, opts),    or_empty(score_vector_, opts),
+                                 or_empty(position_weight_, opts), or_empty(position_bias_, opts),
+                                 or_empty(position_vector_, opts), or_empty(position_offset_, opts)};
   ctx->saved_data["attention_records"] =
       std::vector<torch::Tensor>{keys_, values_, lengths_, contexts_, weights_, or_empty(align_, opts),
                                  or_empty(query_part_, opts), or_empty(position_hidden_, opts),
@@ -148,14 +159,10 @@ StepAttention::StepAttention(AutogradContext* ctx) {
   keys_ = records[0], values_ = records[1], lengths_ = records[2], contexts_ = records[3], weights_ = records[4];
   align_ = records[5], query_part_ = records[6], position_hidden_ = records[7], position_gate_ = records[8];
   T_ = weights_.size(0), B_ = keys_.size(0), S_ = keys_.size(1), H_ = keys_.size(2);
-  parameters_ = ctx->saved_data["attention_parameters"].toTensorVector();
-  std::size_t i = 0;
-  if (concat()) query_weight_ = parameters_[i++], score_vector_ = parameters_[i++].reshape({H_});
-  if (location()) query_weight_ = parameters_[i++], P_ = query_weight_.size(0);
-  if (predictive()) {
-    position_weight_ = parameters_[i++], position_bias_ = parameters_[i++];
-    position_vector_ = parameters_[i++].reshape({H_}), position_offset_ = parameters_[i++];
-  }
+  const std::vector<torch::Tensor> parameters = ctx->saved_data["attention_parameters"].toTensorVector();
+  query_weight_ = parameters[0], score_vector_ = parameters[1], position_weight_ = parameters[2];
+  position_bias_ = parameters[3], position_vector_ = parameters[4], position_offset_ = parameters[5];
+  P_ = location() ? query_weight_.size(0) : 0;
   const torch::TensorOptions opts = keys_.options();
   dkeys_ = torch::zeros_like(keys_), dvalues_ = torch::zeros_like(values_);
   if (concat()) d_query_part_ = torch::zeros({T_, B_, H_}, opts), d_score_vector_ = torch::zeros({T_, B_, H_}, opts);
@@ -275,10 +282,7 @@ void StepAttention::forward_step(int64_t t, int64_t first, int64_t rows, const t
       const scalar_t p = predicted_position<scalar_t>(position_gate_, lengths_, t, b);
       const auto spread = static_cast<scalar_t>(2.0 * sigma * sigma);
       scalar_t total = 0;
-      for (int64_t j = w.lo; j < w.hi; ++j) {
-        const scalar_t offset = static_cast<scalar_t>(j) - p;
-        total += (a[j] *= std::exp(-(offset * offset) / spread));
-      }
+      for (int64_t j = w.lo; j < w.hi; ++j) total += (a[j] *= gaussian(j, p, spread));
       if (config_.renormalize) {
         const scalar_t divisor = std::max(total, static_cast<scalar_t>(1e-30));
         for (int64_t j = w.lo; j < w.hi; ++j) a[j] /= divisor;
@@ -330,8 +334,7 @@ void StepAttention::backward_step(int64_t t, int64_t first, int64_t rows, const 
       if (config_.renormalize) {
         scalar_t total = 0, weighted = 0;
         for (int64_t j = w.lo; j < w.hi; ++j) {
-          const scalar_t offset = static_cast<scalar_t>(j) - p;
-          total += softmax[j] * std::exp(-(offset * offset) / spread);
+          total += softmax[j] * gaussian(j, p, spread);
           weighted += a[j] * dw[j];
         }
         // clamp_min(1e-30)'s gradient reaches the total only where the total is at least 1e-30.
@@ -341,10 +344,9 @@ void StepAttention::backward_step(int64_t t, int64_t first, int64_t rows, const 
       }
       scalar_t dp = 0;
       for (int64_t j = w.lo; j < w.hi; ++j) {
-        const scalar_t offset = static_cast<scalar_t>(j) - p;
-        const scalar_t gaussian = std::exp(-(offset * offset) / spread);
-        dp += dw[j] * softmax[j] * gaussian * offset / variance;
-        dw[j] *= gaussian;
+        const scalar_t g = gaussian(j, p, spread);
+        dp += dw[j] * softmax[j] * g * (static_cast<scalar_t>(j) - p) / variance;
+        dw[j] *= g;
       }
       // p_t = (S_b - 1) sigmoid(e): the gradient of e, and through tanh that of W_p h + b_p.
       const scalar_t de = dp * last * gate * (scalar_t(1) - gate);

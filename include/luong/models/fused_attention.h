@@ -92,7 +92,8 @@ class StepAttention {
   double scale_ = 1.0;
   MatrixProducts products_;
   int64_t T_ = 0, B_ = 0, S_ = 0, H_ = 0, P_ = 0;
-  std::vector<torch::Tensor> parameters_;  // detached; the weights as the products take them
+  // Detached; the matrices (query_weight_: concat's W_a[:, :H] or location's W_a; position_weight_:
+  // local-p's W_p) as the products take them.
   torch::Tensor query_weight_, score_vector_, position_weight_, position_bias_, position_vector_, position_offset_;
   torch::Tensor keys_, values_, lengths_;
   // Recorded in the forward pass.
