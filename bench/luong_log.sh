@@ -4,5 +4,13 @@
 # The last epoch's training tokens/s.
 luong_last_rate() { sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$1" | tail -1; }
 
+# Tokens/s over every epoch after the first (the first alone where there is one): at the notebook's
+# sizes an epoch takes under a second, and one epoch's rate varies by 20% from run to run.
+luong_steady_rate() {
+  sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s, ([0-9.]+) s$/\1 \2/p' "$1" | steady_rate
+}
+# "rate seconds" lines, one per epoch -> the rate over all but the first.
+steady_rate() { awk '{r[NR] = $1; s[NR] = $2} END {f = NR > 1 ? 2 : 1; for (i = f; i <= NR; ++i) {n += r[i] * s[i]; t += s[i]} if (t > 0) printf "%.0f\n", n / t}'; }
+
 # The train loss of every epoch, on one line.
 luong_losses() { sed -nE 's/^epoch [0-9]+\/[0-9]+: train loss ([0-9.]+).*/\1/p' "$1" | paste -sd' '; }

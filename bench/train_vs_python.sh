@@ -2,7 +2,7 @@
 # Training throughput, side by side on the same data, threads and torch: the Python reference
 # (bench/seq2seq_reference.py, the notebook's model and loop) and `luong train` with the identical
 # configuration (same split, vocabularies and batch order, the notebook's per-step loss average, no
-# dev split). Prints both tokens/s (the last epoch's), the ratio, both losses per epoch and the
+# dev split). Prints both tokens/s (over every epoch after the first), the ratio, both losses per epoch and the
 # model's GFLOP/s on each side (bench/seq2seq_reference.py counts the operations). Extra
 # arguments go to both (--hidden, --embed, --batch, --layers, --bidirectional, --train-size ...).
 # SPM_VOCAB=N tokenizes both sides with the sentencepiece models (N pieces per side) that luong trains
@@ -35,15 +35,17 @@ fi
 "$python" bench/seq2seq_reference.py --data "$corpus" --epochs "$epochs" --threads "$threads" \
   "${python_tokenizer[@]}" "$@" ${PYTHON_ARGS:-} > "$work/py.log"
 
-py_rate=$(sed -nE 's/^epoch [0-9]+: .* ([0-9.]+) tok\/s$/\1/p' "$work/py.log" | tail -1)
-cpp_rate=$(luong_last_rate "$work/cpp.log")
+py_rate=$(sed -nE 's/^epoch [0-9]+: .*, ([0-9.]+) s, ([0-9.]+) tok\/s$/\2 \1/p' "$work/py.log" | steady_rate)
+cpp_rate=$(luong_steady_rate "$work/cpp.log")
 echo "configuration: $* ${SPM_VOCAB:+(spm $SPM_VOCAB) }luong: ${LUONG_ARGS:-} python: ${PYTHON_ARGS:-} (epochs $epochs, threads $threads)"
 echo "epoch  python-loss  luong-loss"
 paste <(sed -nE 's/^epoch ([0-9]+): loss ([0-9.]+).*/\1 \2/p' "$work/py.log") \
       <(sed -nE 's/^epoch [0-9]+\/[0-9]+: train loss ([0-9.]+).*/\1/p' "$work/cpp.log") |
   awk '{printf "%5d  %11.4f  %10.4f\n", $1, $2, $3}'
-echo "python reference: $py_rate target tok/s (last epoch)"
-echo "luong train     : $cpp_rate target tok/s (last epoch)"
+span="epochs 2-$epochs"
+((epochs > 1)) || span="epoch 1"
+echo "python reference: $py_rate target tok/s ($span)"
+echo "luong train     : $cpp_rate target tok/s ($span)"
 printf 'speed-up: %.2fx\n' "$(echo "$cpp_rate / $py_rate" | bc -l)"
 # Both trained the same tokens, so the model's operations per epoch (the reference's count) over each
 # side's epoch time: the rate of useful arithmetic.

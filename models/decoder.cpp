@@ -80,6 +80,7 @@ struct FusedStack {
   torch::Tensor embedded;  ///< the target embeddings [B, T, E], dropped out when training
   std::vector<CellWeights> cells;
   torch::Tensor between;
+  torch::Tensor target_lengths;  ///< [B]: each row's steps up to its last non-padding token
   FusedAttentionParameters attention;
   bool lstm = false;
 };
@@ -92,6 +93,8 @@ FusedStack fused_stack(DecoderInterface& decoder, const torch::Tensor& dec_in, b
   for (int64_t l = 0; l < o.layers(); ++l) stack.cells.push_back(CellWeights::of(decoder.recurrent, l, 0));
   stack.attention = FusedAttentionParameters::of(decoder.attention(), o.attention(), o.hidden_size());
   stack.lstm = o.cell() == CellKind::kLstm;
+  const torch::Tensor steps = torch::arange(1, dec_in.size(1) + 1, dec_in.options().dtype(torch::kLong));
+  stack.target_lengths = (dec_in.ne(0).to(torch::kLong) * steps).amax(1);
   if (o.dropout() > 0 && training && o.layers() > 1) {
     stack.between = dropout_mask(embedded, {o.layers() - 1, embedded.size(0), embedded.size(1), o.hidden_size()},
                                  o.dropout());
@@ -136,7 +139,8 @@ TeacherForced DecoderImpl::teacher_forced(const torch::Tensor& dec_in, const Dec
   const RecurrentState& r = state.recurrent;
   const torch::Tensor top = fused_bahdanau_teacher_forced(embedded, r.hidden, stack.lstm ? r.cell : torch::Tensor(),
                                                           memory.keys, memory.encoder_outputs, memory.lengths,
-                                                          stack.cells, stack.lstm, stack.attention, stack.between);
+                                                          stack.cells, stack.lstm, stack.attention, stack.between,
+                                                          stack.target_lengths);
   return {maybe_dropout(top, p, is_training()), {}};
 }
 
@@ -182,7 +186,7 @@ TeacherForced LuongDecoderImpl::teacher_forced(const torch::Tensor& dec_in, cons
   const RecurrentState& r = state.recurrent;
   return {fused_luong_teacher_forced(embedded, r.hidden, stack.lstm ? r.cell : torch::Tensor(), memory.keys,
                                      memory.encoder_outputs, memory.lengths, stack.cells, stack.lstm, Wc->weight,
-                                     Wc->bias, stack.attention, mask, stack.between),
+                                     Wc->bias, stack.attention, mask, stack.between, stack.target_lengths),
           {}};
 }
 

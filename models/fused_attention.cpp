@@ -117,14 +117,16 @@ StepAttention::StepAttention(const AttentionConfig& config, double scale, at::Te
     position_vector_ = next(false).reshape({H_}), position_offset_ = next(false);
   }
   TORCH_CHECK(i == parameters.size(), "fused attention: ", parameters.size(), " parameters, ", i, " expected");
+  // Zero where the decoder skips a row's steps past its target's end: the parameters' gradients are
+  // products over all steps.
   const torch::TensorOptions opts = keys_.options();
-  contexts_ = torch::empty({T_, B_, 2 * H_}, opts);
-  weights_ = torch::empty({T_, B_, S_}, opts);
-  if (concat()) query_part_ = torch::empty({T_, B_, H_}, opts);
+  contexts_ = torch::zeros({T_, B_, 2 * H_}, opts);
+  weights_ = torch::zeros({T_, B_, S_}, opts);
+  if (concat()) query_part_ = torch::zeros({T_, B_, H_}, opts);
   if (predictive()) {
     align_ = torch::empty({T_, B_, S_}, opts);
-    position_hidden_ = torch::empty({T_, B_, H_}, opts);
-    position_gate_ = torch::empty({T_, B_}, opts);
+    position_hidden_ = torch::zeros({T_, B_, H_}, opts);
+    position_gate_ = torch::zeros({T_, B_}, opts);
   }
 }
 
@@ -167,7 +169,7 @@ StepAttention::StepAttention(AutogradContext* ctx) {
   dkeys_ = torch::zeros_like(keys_), dvalues_ = torch::zeros_like(values_);
   if (concat()) d_query_part_ = torch::zeros({T_, B_, H_}, opts), d_score_vector_ = torch::zeros({T_, B_, H_}, opts);
   if (location()) d_scores_ = torch::zeros({T_, B_, P_}, opts);
-  if (predictive()) d_position_hidden_ = torch::empty({T_, B_, H_}, opts), d_position_gate_ = torch::empty({T_, B_}, opts);
+  if (predictive()) d_position_hidden_ = torch::zeros({T_, B_, H_}, opts), d_position_gate_ = torch::zeros({T_, B_}, opts);
 }
 
 StepAttention::Workspace StepAttention::workspace(int64_t rows) const {
@@ -226,7 +228,8 @@ void StepAttention::forward_step(int64_t t, int64_t first, int64_t rows, const t
     torch::Tensor part = step_rows(query_part_, t, B_, first, rows);
     products_.mm_out(part, query, query_weight_.t());
   }
-  if (location()) products_.mm_out(workspace.scores, query, query_weight_.t());
+  torch::Tensor scores = location() ? workspace.scores.narrow(0, 0, rows) : torch::Tensor();
+  if (location()) products_.mm_out(scores, query, query_weight_.t());
   if (predictive()) position_forward<scalar_t>(t, first, rows, query);
   const scalar_t* queries = query.data_ptr<scalar_t>();
   const auto scale = static_cast<scalar_t>(scale_);

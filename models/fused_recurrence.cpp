@@ -5,6 +5,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -29,6 +30,8 @@ CellWeights CellWeights::of(const RecurrentLayers& layers, int64_t layer, int64_
 }
 
 namespace {
+
+std::atomic<int64_t> rows_computed{0};
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -227,7 +230,9 @@ struct SequenceShape {
 };
 
 struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFunction> {
-  // x [B, S, I], lengths [B] -> outputs [B, S, H], final h [B, H] (and c [B, H] for LSTM, else empty)
+  // x [B, S, I], lengths [B] -> outputs [B, S, H], final h [B, H] (and c [B, H] for LSTM, else empty).
+  // Inside, the rows are in PackedRows's order and only real tokens are computed: the input
+  // projection over them at once ([N, G H], packed), each step's products on each block's active rows.
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& lengths_in,
                                const torch::Tensor& w_ih, const torch::Tensor& w_hh, const torch::Tensor& b_ih,
                                const torch::Tensor& b_hh, bool lstm, bool reverse, bool bf16) {
@@ -237,128 +242,139 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
     const int64_t B = shape.B, S = shape.S, I = shape.I, H = shape.H;
     const torch::Tensor lengths = to_lengths(lengths_in);
     check_inputs(lengths, B, S);
-    const torch::Tensor x = x_in.transpose(0, 1).contiguous();                    // [S, B, I]
-    // The weights and x as the products take them, converted once here and kept for the backward pass.
-    const torch::Tensor x_operand = products.operand(x), w_ih_operand = products.operand(w_ih.detach());
-    const torch::Tensor w_hh_operand = products.operand(w_hh.detach());
-    const torch::Tensor gi = products.addmm(b_ih, x_operand.view({S * B, I}), w_ih_operand.t());  // [S*B, G*H] by time
+    const PackedRows packed(lengths, S);
+    const torch::Tensor x = packed.to_kernel(x_in).transpose(0, 1).contiguous().view({S * B, I});
+    // The real tokens' inputs and the weights as the products take them, converted once here and kept
+    // for the backward pass.
+    const torch::Tensor x_operand = products.operand(x.index_select(0, packed.tokens()));  // [N, I]
+    const torch::Tensor w_ih_operand = products.operand(w_ih.detach()), w_hh_operand = products.operand(w_hh.detach());
+    const torch::Tensor gi = products.addmm(b_ih, x_operand, w_ih_operand.t());  // [N, G H]
     torch::Tensor states = torch::zeros({S + 1, B, H}, x.options());             // by slot: h before slot k is [k]
     torch::Tensor cells = lstm ? torch::zeros({S + 1, B, H}, x.options()) : torch::Tensor();
     torch::Tensor saved = torch::empty({S, B, Z * H}, x.options());              // by slot
     torch::Tensor outputs = torch::zeros({S, B, H}, x.options());                // by time
-    torch::Tensor active = torch::empty({S, B}, torch::kBool);                   // by time
-    const auto* len = lengths.data_ptr<int64_t>();
-    for (int64_t t = 0; t < S; ++t) {
-      bool* act = step_ptr<bool>(active, t);
-      for (int64_t b = 0; b < B; ++b) act[b] = t < len[b];
-    }
     const torch::Tensor w_hh_t = w_hh_operand.t(), bias_hh = b_hh.detach();
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_recurrent_sequence", [&] {
-      for_row_blocks(B, [&](int64_t first, int64_t rows) {
+      packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
         torch::Tensor gh = torch::empty({rows, G * H}, x.options());
+        int64_t computed = 0;
         for (int64_t k = 0; k < S; ++k) {
-          const int64_t t = shape.time(k);
-          products.addmm_out(gh, bias_hh, step_rows(states, k, B, first, rows), w_hh_t);
-          const bool* act = step_ptr<bool>(active, t) + first;
-          const scalar_t* g_in = step_ptr<scalar_t>(gi, t * B) + first * G * H;
+          const int64_t t = shape.time(k), n = packed.active(t, block);
+          computed += n;
           scalar_t* h = step_ptr<scalar_t>(states, k + 1) + first * H;
+          const scalar_t* h_prev = step_ptr<scalar_t>(states, k) + first * H;
+          // Rows past their sequences keep their state (zero, backwards, until their last token).
+          std::memcpy(h + n * H, h_prev + n * H, sizeof(scalar_t) * (rows - n) * H);
+          if (lstm) {
+            std::memcpy(step_ptr<scalar_t>(cells, k + 1) + (first + n) * H, step_ptr<scalar_t>(cells, k) + (first + n) * H,
+                        sizeof(scalar_t) * (rows - n) * H);
+          }
+          if (n == 0) continue;
+          torch::Tensor gh_active = gh.narrow(0, 0, n);
+          products.addmm_out(gh_active, bias_hh, step_rows(states, k, B, first, n), w_hh_t);
+          const scalar_t* g_in = gi.data_ptr<scalar_t>() + packed.offset(t, block) * G * H;
           scalar_t* z = step_ptr<scalar_t>(saved, k) + first * Z * H;
           if (lstm) {
-            lstm_forward(g_in, gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states, k) + first * H,
-                         step_ptr<scalar_t>(cells, k) + first * H, h, step_ptr<scalar_t>(cells, k + 1) + first * H, z, act,
-                         rows, H);
+            lstm_forward(g_in, gh.data_ptr<scalar_t>(), h_prev, step_ptr<scalar_t>(cells, k) + first * H, h,
+                         step_ptr<scalar_t>(cells, k + 1) + first * H, z, nullptr, n, H);
           } else {
-            gates_forward(g_in, gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states, k) + first * H, h, z, act, rows, H);
+            gates_forward(g_in, gh.data_ptr<scalar_t>(), h_prev, h, z, nullptr, n, H);
           }
-          scalar_t* out = step_ptr<scalar_t>(outputs, t) + first * H;
-          for (int64_t b = 0; b < rows; ++b) {
-            if (act[b]) std::memcpy(out + b * H, h + b * H, sizeof(scalar_t) * H);
-          }
+          std::memcpy(step_ptr<scalar_t>(outputs, t) + first * H, h, sizeof(scalar_t) * n * H);
         }
+        rows_computed += computed;
       });
     });
     ctx->saved_data["x"] = x_operand;
+    ctx->saved_data["lengths"] = lengths;
+    ctx->saved_data["blocks"] = packed.blocks();
     ctx->saved_data["states"] = states;
     ctx->saved_data["cells"] = cells;
     ctx->saved_data["saved"] = saved;
-    ctx->saved_data["active"] = active;
     ctx->saved_data["w_ih"] = w_ih_operand;
     ctx->saved_data["w_hh"] = w_hh_operand;
     ctx->saved_data["lstm"] = lstm;
     ctx->saved_data["reverse"] = reverse;
     ctx->saved_data["bf16"] = bf16;
     // (autograd outputs must be defined: a GRU's cell output is an empty tensor)
-    return {outputs.transpose(0, 1).contiguous(), states[S].clone(),
-            lstm ? cells[S].clone() : torch::empty({0}, x.options())};
+    return {packed.to_caller(outputs.transpose(0, 1)), packed.to_caller(states[S]),
+            lstm ? packed.to_caller(cells[S]) : torch::empty({0}, x.options())};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const torch::Tensor x = ctx->saved_data["x"].toTensor();  // as the products take it
+    const torch::Tensor x = ctx->saved_data["x"].toTensor();  // the real tokens' inputs, as the products take them
     const torch::Tensor states = ctx->saved_data["states"].toTensor();
     const torch::Tensor cells = ctx->saved_data["cells"].toTensor();
     const torch::Tensor saved = ctx->saved_data["saved"].toTensor();
-    const torch::Tensor active = ctx->saved_data["active"].toTensor();
     const torch::Tensor w_ih = ctx->saved_data["w_ih"].toTensor();  // the products' operands, as saved
     const torch::Tensor w_hh = ctx->saved_data["w_hh"].toTensor();
     const bool lstm = ctx->saved_data["lstm"].toBool();
-    const SequenceShape shape{x.size(1), x.size(0), x.size(2), w_hh.size(1), ctx->saved_data["reverse"].toBool()};
+    const SequenceShape shape{states.size(1), states.size(0) - 1, w_ih.size(1), w_hh.size(1),
+                              ctx->saved_data["reverse"].toBool()};
     const int64_t S = shape.S, B = shape.B, I = shape.I, H = shape.H, G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
+    const PackedRows packed(ctx->saved_data["lengths"].toTensor(), S, ctx->saved_data["blocks"].toInt());
+    const int64_t N = packed.tokens().size(0);
     const torch::TensorOptions opts = states.options();  // the model's dtype (x may be a bf16 operand)
-    const torch::Tensor d_outputs = grads[0].defined() ? grads[0].transpose(0, 1).contiguous()
+    const torch::Tensor d_outputs = grads[0].defined() ? packed.to_kernel(grads[0]).transpose(0, 1).contiguous()
                                                        : torch::zeros({S, B, H}, opts);
-    const torch::Tensor d_last = grads[1].defined() ? grads[1].contiguous() : torch::zeros({B, H}, opts);
-    const torch::Tensor d_cell = lstm && grads[2].defined() ? grads[2].contiguous() : torch::zeros({B, H}, opts);
-    torch::Tensor dgi = torch::empty({S, B, G * H}, opts);                      // by time
-    torch::Tensor dgh = lstm ? torch::Tensor() : torch::empty({S, B, G * H}, opts);  // by slot (GRU only)
+    const torch::Tensor d_last = grads[1].defined() ? packed.to_kernel(grads[1]) : torch::zeros({B, H}, opts);
+    const torch::Tensor d_cell = lstm && grads[2].defined() ? packed.to_kernel(grads[2]) : torch::zeros({B, H}, opts);
+    torch::Tensor dgi = torch::empty({N, G * H}, opts);                      // packed
+    torch::Tensor dgh = lstm ? dgi : torch::empty({N, G * H}, opts);         // packed (LSTM: equal to dgi)
     const MatrixProducts products{ctx->saved_data["bf16"].toBool()};
     AT_DISPATCH_FLOATING_TYPES(states.scalar_type(), "fused_recurrent_sequence_backward", [&] {
-      for_row_blocks(B, [&](int64_t first, int64_t rows) {
+      packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
         torch::Tensor dh = d_last.narrow(0, first, rows).clone();  // gradient of the state after slot k
         torch::Tensor dc = d_cell.narrow(0, first, rows).clone();
         torch::Tensor dh_step = torch::empty({rows, H}, opts);
         torch::Tensor dc_step = torch::empty({rows, H}, opts);
+        int64_t computed = 0;
         for (int64_t k = S - 1; k >= 0; --k) {
-          const int64_t t = shape.time(k);
+          const int64_t t = shape.time(k), n = packed.active(t, block);
+          if (n == 0) continue;  // every row's state passes through unchanged
+          computed += n;
           // The output at time t is the state after slot k where active, a constant zero elsewhere.
-          const bool* act = step_ptr<bool>(active, t) + first;
           scalar_t* g = dh.data_ptr<scalar_t>();
           const scalar_t* go = step_ptr<scalar_t>(d_outputs, t) + first * H;
-          for (int64_t b = 0; b < rows; ++b) {
-            if (!act[b]) continue;
-            for (int64_t i = 0; i < H; ++i) g[b * H + i] += go[b * H + i];
-          }
+          for (int64_t i = 0; i < n * H; ++i) g[i] += go[i];
+          std::memcpy(dh_step.data_ptr<scalar_t>() + n * H, g + n * H, sizeof(scalar_t) * (rows - n) * H);
           const scalar_t* z = step_ptr<scalar_t>(saved, k) + first * Z * H;
-          scalar_t* dgates = step_ptr<scalar_t>(dgi, t) + first * G * H;
+          const int64_t token = packed.offset(t, block);
+          scalar_t* dgates = dgi.data_ptr<scalar_t>() + token * G * H;
+          const torch::Tensor dgates_h = dgh.narrow(0, token, n);
+          torch::Tensor dh_active = dh_step.narrow(0, 0, n);
           if (lstm) {
+            std::memcpy(dc_step.data_ptr<scalar_t>() + n * H, dc.data_ptr<scalar_t>() + n * H,
+                        sizeof(scalar_t) * (rows - n) * H);
             lstm_backward(g, dc.data_ptr<scalar_t>(), z, step_ptr<scalar_t>(cells, k) + first * H, dgates,
-                          dh_step.data_ptr<scalar_t>(), dc_step.data_ptr<scalar_t>(), act, rows, H);
-            products.add_mm_(dh_step, step_rows(dgi, t, B, first, rows), w_hh);
+                          dh_step.data_ptr<scalar_t>(), dc_step.data_ptr<scalar_t>(), nullptr, n, H);
             std::swap(dc, dc_step);
           } else {
-            gates_backward(g, z, step_ptr<scalar_t>(states, k) + first * H, dgates,
-                           step_ptr<scalar_t>(dgh, k) + first * G * H, dh_step.data_ptr<scalar_t>(), act, rows, H);
-            products.add_mm_(dh_step, step_rows(dgh, k, B, first, rows), w_hh);
+            gates_backward(g, z, step_ptr<scalar_t>(states, k) + first * H, dgates, dgates_h.data_ptr<scalar_t>(),
+                           dh_step.data_ptr<scalar_t>(), nullptr, n, H);
           }
+          products.add_mm_(dh_active, dgates_h, w_hh);
           std::swap(dh, dh_step);
         }
+        rows_computed += computed;
       });
     });
-    const torch::Tensor dgi_flat = dgi.view({S * B, G * H});
-    const torch::Tensor dx = products.mm(dgi_flat, w_ih).view({S, B, I}).transpose(0, 1);
-    const torch::Tensor dw_ih = products.mm(dgi_flat.t(), x.view({S * B, I}));
-    const torch::Tensor previous_states = states.narrow(0, 0, S).reshape({S * B, H});  // by slot
-    torch::Tensor dw_hh, db_hh;
-    if (lstm) {
-      // The gh gradients are the gi ones, but by slot: reorder to pair them with the states.
-      const torch::Tensor by_slot = shape.reverse ? dgi.flip(0).reshape({S * B, G * H}) : dgi_flat;
-      dw_hh = products.mm(by_slot.t(), previous_states);
-      db_hh = dgi_flat.sum(0);
-    } else {
-      const torch::Tensor dgh_flat = dgh.view({S * B, G * H});
-      dw_hh = products.mm(dgh_flat.t(), previous_states);
-      db_hh = dgh_flat.sum(0);
-    }
-    return {dx, torch::Tensor(), dw_ih, dw_hh, dgi_flat.sum(0), db_hh, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    // The inputs' gradient is zero at padding; the recurrent weights pair each token's gate gradients
+    // with the state before its slot.
+    torch::Tensor dx = torch::zeros({S * B, I}, opts).index_copy_(0, packed.tokens(), products.mm(dgi, w_ih));
+    dx = packed.to_caller(dx.view({S, B, I}).transpose(0, 1));
+    const torch::Tensor slot_tokens =
+        shape.reverse ? (S - 1 - packed.tokens().div(B, "floor")) * B + packed.tokens().remainder(B) : packed.tokens();
+    const torch::Tensor previous_states = states.view({(S + 1) * B, H}).index_select(0, slot_tokens);
+    return {dx,
+            torch::Tensor(),
+            products.mm(dgi.t(), x),
+            products.mm(dgh.t(), previous_states),
+            dgi.sum(0),
+            dgh.sum(0),
+            torch::Tensor(),
+            torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -390,16 +406,18 @@ struct DecoderStack {
     masked_between = between_mask.numel() > 0;
     TORCH_CHECK(!masked_between || between_mask.size(0) == L - 1, "fused decoder: between-layer masks must be [L - 1, B, T, H]");
     const torch::TensorOptions opts = h0.options();
+    // Zero where a row's steps are past its length: nothing is computed there, and the weight
+    // gradients' products over all steps read them.
     for (int64_t l = 0; l < L; ++l) {
-      states.push_back(torch::empty({T + 1, B, H}, opts));
+      states.push_back(torch::zeros({T + 1, B, H}, opts));
       states[l][0].copy_(h0[l]);
-      cells.push_back(lstm ? torch::empty({T + 1, B, H}, opts) : torch::empty({0}, opts));
+      cells.push_back(lstm ? torch::zeros({T + 1, B, H}, opts) : torch::empty({0}, opts));
       if (lstm) cells[l][0].copy_(c0[l]);
       saved.push_back(torch::empty({T, B, Z * H}, opts));
     }
     between = masked_between ? between_mask.transpose(1, 2).contiguous() : between_mask;
     for (int64_t l = 1; l < L; ++l) {
-      inputs.push_back(masked_between ? torch::empty({T, B, H}, opts) : states[l - 1].narrow(0, 1, T));
+      inputs.push_back(masked_between ? torch::zeros({T, B, H}, opts) : states[l - 1].narrow(0, 1, T));
     }
     detach_weights(cell_weights);
   }
@@ -486,6 +504,16 @@ struct DecoderStack {
     if (lstm) c.dc_step = torch::empty({rows, H}, dh0.options());
     return c;
   }
+  // The block's first `rows` rows of a Carried (views: what a step writes stays in it).
+  static Carried first_rows(const Carried& c, int64_t rows) {
+    Carried view;
+    for (std::size_t l = 0; l < c.dh.size(); ++l) {
+      view.dh.push_back(c.dh[l].narrow(0, 0, rows));
+      view.dc.push_back(c.dc[l].defined() ? c.dc[l].narrow(0, 0, rows) : torch::Tensor());
+    }
+    if (c.dc_step.defined()) view.dc_step = c.dc_step.narrow(0, 0, rows);
+    return view;
+  }
 
   // Step t backwards: dh_step [rows, H] holds the gradient of the top layer's h_t from outside the
   // recurrence (it is used as a workspace). Runs the layers top-down into dgi, dgh [T, B, G H] and
@@ -516,12 +544,13 @@ struct DecoderStack {
     }
   }
 
-  // The gate-gradient buffers [T, B, G H] per layer (LSTM: one for gi and gh, which are equal).
+  // The gate-gradient buffers [T, B, G H] per layer (LSTM: one for gi and gh, which are equal); zero
+  // at the steps past each row's length, which the backward loop skips.
   std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> gate_gradients() const {
     std::vector<torch::Tensor> dgi, dgh;
     for (int64_t l = 0; l < L; ++l) {
-      dgi.push_back(torch::empty({T, B, G * H}, states[0].options()));
-      dgh.push_back(lstm ? dgi[l] : torch::empty({T, B, G * H}, states[0].options()));
+      dgi.push_back(torch::zeros({T, B, G * H}, states[0].options()));
+      dgh.push_back(lstm ? dgi[l] : torch::zeros({T, B, G * H}, states[0].options()));
     }
     return {dgi, dgh};
   }
@@ -540,66 +569,120 @@ struct DecoderStack {
   }
 };
 
+// The decoders' kernels run their rows in PackedRows's order, dealt by target length: a step runs
+// each block's rows whose targets are still running, and everything of the others stays zero (their
+// features past the target's end are zero and receive no gradient). target_lengths: [B] int64, or
+// empty for every row all T steps.
+torch::Tensor decoder_lengths(const torch::Tensor& target_lengths, int64_t batch, int64_t steps) {
+  if (target_lengths.numel() == 0) return torch::full({batch}, steps, torch::kLong);
+  const torch::Tensor lengths = to_lengths(target_lengths);
+  check_inputs(lengths, batch, steps);
+  return lengths;
+}
+
+// A decoder kernel's batch-indexed inputs in the kernel's row order.
+struct DecoderInputs {
+  torch::Tensor embedded, h0, c0, keys, values, lengths, between;
+
+  DecoderInputs(const PackedRows& rows, const torch::Tensor& embedded_in, const torch::Tensor& h0_in,
+                const torch::Tensor& c0_in, const torch::Tensor& keys_in, const torch::Tensor& values_in,
+                const torch::Tensor& lengths_in, const torch::Tensor& between_in)
+      : embedded(rows.to_kernel(embedded_in)),
+        h0(rows.to_kernel(h0_in, 1)),
+        c0(c0_in.numel() > 0 ? rows.to_kernel(c0_in, 1) : c0_in),
+        keys(rows.to_kernel(keys_in)),
+        values(rows.to_kernel(values_in)),
+        lengths(to_lengths(lengths_in)),
+        between(between_in.numel() > 0 ? rows.to_kernel(between_in, 1) : between_in) {
+    check_inputs(lengths, embedded.size(0), keys.size(1));
+    lengths = rows.to_kernel(lengths);
+  }
+
+  // The gradients of embedded, h0, c0, keys and values (result[0..4]) back in the caller's order.
+  static void restore_order(const PackedRows& rows, variable_list& result) {
+    result[0] = rows.to_caller(result[0]);
+    result[1] = rows.to_caller(result[1], 1);
+    if (result[2].defined()) result[2] = rows.to_caller(result[2], 1);
+    result[3] = rows.to_caller(result[3]);
+    result[4] = rows.to_caller(result[4]);
+  }
+};
+
+void save_rows(AutogradContext* ctx, const torch::Tensor& target_lengths, const PackedRows& rows) {
+  ctx->saved_data["target_lengths"] = target_lengths;
+  ctx->saved_data["blocks"] = rows.blocks();
+}
+PackedRows saved_rows(AutogradContext* ctx, int64_t steps) {
+  return {ctx->saved_data["target_lengths"].toTensor(), steps, ctx->saved_data["blocks"].toInt()};
+}
+
 // The LuongDecoder: input feeding into the bottom layer, attention from the top one, and an optional
 // dropout mask on h~ (the paper's dropout on the attentional vector, which feeds both the output layer
 // and the next step): the features are h~ * mask, and the unmasked tanh is kept.
 struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForcedFunction> {
-  static variable_list forward(AutogradContext* ctx, const torch::Tensor& embedded, const torch::Tensor& h0,
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& embedded_in, const torch::Tensor& h0,
                                const torch::Tensor& c0, const torch::Tensor& keys, const torch::Tensor& values,
-                               const torch::Tensor& lengths_in, at::TensorList cell_weights,
-                               at::TensorList attention_parameters, const torch::Tensor& wc_weight,
-                               const torch::Tensor& wc_bias, const torch::Tensor& mask,
-                               const torch::Tensor& between_mask, const AttentionConfig& attention_config,
-                               double scale, bool lstm, bool bf16) {
-    const int64_t B = embedded.size(0), T = embedded.size(1), E = embedded.size(2);
-    const DecoderStack stack(cell_weights, h0, c0, between_mask, T, lstm, bf16);
+                               const torch::Tensor& lengths_in, const torch::Tensor& target_lengths_in,
+                               at::TensorList cell_weights, at::TensorList attention_parameters,
+                               const torch::Tensor& wc_weight, const torch::Tensor& wc_bias,
+                               const torch::Tensor& mask, const torch::Tensor& between_mask,
+                               const AttentionConfig& attention_config, double scale, bool lstm, bool bf16) {
+    const int64_t B = embedded_in.size(0), T = embedded_in.size(1), E = embedded_in.size(2);
+    const torch::Tensor target_lengths = decoder_lengths(target_lengths_in, B, T);
+    const PackedRows packed(target_lengths, T);
+    const DecoderInputs in(packed, embedded_in, h0, c0, keys, values, lengths_in, between_mask);
+    const DecoderStack stack(cell_weights, in.h0, in.c0, in.between, T, lstm, bf16);
     const MatrixProducts& products = stack.products;
     const int64_t H = stack.H, G = stack.G;
     TORCH_CHECK(cell_weights[0].size(1) == E + H, "fused decoder: the recurrent input must be [embedding; h~]");
     const bool masked = mask.numel() > 0;
-    const torch::Tensor lengths = to_lengths(lengths_in);
-    check_inputs(lengths, B, keys.size(1));
-    const StepAttention attention(attention_config, scale, attention_parameters, keys.contiguous(),
-                                  values.contiguous(), lengths, T, products);
-    const torch::TensorOptions opts = embedded.options();
-    const torch::Tensor emb = embedded.transpose(0, 1).contiguous();  // [T, B, E]
+    const StepAttention attention(attention_config, scale, attention_parameters, in.keys.contiguous(),
+                                  in.values.contiguous(), in.lengths, T, products);
+    const torch::TensorOptions opts = in.embedded.options();
+    const torch::Tensor emb = in.embedded.transpose(0, 1).contiguous();  // [T, B, E]
     const torch::Tensor ge = products.addmm(cell_weights[2], emb.view({T * B, E}), stack.w_ih[0].narrow(1, 0, E).t());
-    torch::Tensor attentional = torch::empty({T + 1, B, H}, opts);  // h~_0 .. h~_T (masked)
+    torch::Tensor attentional = torch::zeros({T + 1, B, H}, opts);  // h~_0 .. h~_T (masked)
     torch::Tensor unmasked = masked ? torch::empty({T, B, H}, opts) : torch::empty({0}, opts);
-    const torch::Tensor drop = masked ? mask.transpose(0, 1).contiguous() : mask;  // [T, B, H]
-    attentional[0].zero_();
+    const torch::Tensor drop = masked ? packed.to_kernel(mask).transpose(0, 1).contiguous() : mask;  // [T, B, H]
     const torch::Tensor w_feed_t = stack.layer0_recurrent_input(E).t();
     const torch::Tensor wc_operand = products.operand(wc_weight.detach());
     const torch::Tensor wc_t = wc_operand.t(), bias_c = wc_bias.detach();
     const torch::Tensor& top = stack.states[stack.L - 1];
     const torch::Tensor& ch = attention.contexts();  // [c_t; h_t]
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced", [&] {
-      for_row_blocks(B, [&](int64_t first, int64_t rows) {
-        torch::Tensor gi = torch::empty({rows, G * H}, opts);
-        torch::Tensor gh = torch::empty({rows, G * H}, opts);
+      packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
+        torch::Tensor gi_rows = torch::empty({rows, G * H}, opts);
+        torch::Tensor gh_rows = torch::empty({rows, G * H}, opts);
         StepAttention::Workspace workspace = attention.workspace(rows);
+        int64_t computed = 0;
         for (int64_t t = 0; t < T; ++t) {
-          products.addmm_out(gi, step_rows(ge, t, B, first, rows), step_rows(attentional, t, B, first, rows), w_feed_t);
-          stack.forward_step<scalar_t>(t, first, rows, gi, gh);
-          attention.forward_step<scalar_t>(t, first, rows, step_rows(top, t + 1, B, first, rows), workspace);
-          torch::Tensor next = step_rows(attentional, t + 1, B, first, rows);
-          products.addmm_out(next, bias_c, step_rows(ch, t, B, first, rows), wc_t);
+          const int64_t n = packed.active(t, block);
+          if (n == 0) break;  // the block's rows run longest first
+          computed += n;
+          torch::Tensor gi = gi_rows.narrow(0, 0, n), gh = gh_rows.narrow(0, 0, n);
+          products.addmm_out(gi, step_rows(ge, t, B, first, n), step_rows(attentional, t, B, first, n), w_feed_t);
+          stack.forward_step<scalar_t>(t, first, n, gi, gh);
+          attention.forward_step<scalar_t>(t, first, n, step_rows(top, t + 1, B, first, n), workspace);
+          torch::Tensor next = step_rows(attentional, t + 1, B, first, n);
+          products.addmm_out(next, bias_c, step_rows(ch, t, B, first, n), wc_t);
           next.tanh_();
           if (masked) {
-            step_rows(unmasked, t, B, first, rows).copy_(next);
-            next.mul_(step_rows(drop, t, B, first, rows));
+            step_rows(unmasked, t, B, first, n).copy_(next);
+            next.mul_(step_rows(drop, t, B, first, n));
           }
         }
+        rows_computed += computed;
       });
     });
     stack.save(ctx);
     attention.save(ctx);
+    save_rows(ctx, target_lengths, packed);
     ctx->saved_data["emb"] = emb;
     ctx->saved_data["attentional"] = attentional;
     ctx->saved_data["unmasked"] = unmasked;
     ctx->saved_data["drop"] = drop;
     ctx->saved_data["wc_operand"] = wc_operand;
-    return {attentional.narrow(0, 1, T).transpose(0, 1).contiguous()};
+    return {packed.to_caller(attentional.narrow(0, 1, T).transpose(0, 1))};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -612,9 +695,10 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const torch::Tensor wc_operand = ctx->saved_data["wc_operand"].toTensor();
     const bool masked = drop.numel() > 0;
     const int64_t T = stack.T, B = stack.B, H = stack.H, G = stack.G, E = emb.size(2);
+    const PackedRows packed = saved_rows(ctx, T);
     const torch::TensorOptions opts = emb.options();
-    const torch::Tensor d_features = grads[0].transpose(0, 1).contiguous();  // [T, B, H]
-    torch::Tensor dpre = torch::empty({T, B, H}, opts);
+    const torch::Tensor d_features = packed.to_kernel(grads[0]).transpose(0, 1).contiguous();  // [T, B, H]
+    torch::Tensor dpre = torch::zeros({T, B, H}, opts);
     auto [dgi, dgh] = stack.gate_gradients();
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
@@ -622,39 +706,50 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const torch::Tensor w_feed = stack.layer0_recurrent_input(E);
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
-      for_row_blocks(B, [&](int64_t first, int64_t rows) {
-        torch::Tensor d_attentional = torch::zeros({rows, H}, opts);  // from step t+1's input
+      packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
+        // From step t+1's input; zero for a row until its last step, where the backward loop reaches it.
+        torch::Tensor d_attentional_rows = torch::zeros({rows, H}, opts);
         DecoderStack::Carried carried = stack.carried(dh0, dc0, first, rows);
-        torch::Tensor dh_step = torch::empty({rows, H}, opts);
-        torch::Tensor dch = torch::empty({rows, 2 * H}, opts);
+        torch::Tensor dh_rows = torch::empty({rows, H}, opts);
+        torch::Tensor dch_rows = torch::empty({rows, 2 * H}, opts);
         StepAttention::Workspace workspace = attention.workspace(rows);
-        scalar_t* d_att = d_attentional.data_ptr<scalar_t>();
+        scalar_t* d_att = d_attentional_rows.data_ptr<scalar_t>();
+        int64_t computed = 0;
         for (int64_t t = T - 1; t >= 0; --t) {
+          const int64_t n = packed.active(t, block);
+          if (n == 0) continue;
+          computed += n;
           const scalar_t* d_feat = step_ptr<scalar_t>(d_features, t) + first * H;
-          for (int64_t i = 0; i < rows * H; ++i) d_att[i] += d_feat[i];
+          for (int64_t i = 0; i < n * H; ++i) d_att[i] += d_feat[i];
           if (masked) {
             const scalar_t* m = step_ptr<scalar_t>(drop, t) + first * H;
-            for (int64_t i = 0; i < rows * H; ++i) d_att[i] *= m[i];
+            for (int64_t i = 0; i < n * H; ++i) d_att[i] *= m[i];
             tanh_backward(d_att, step_ptr<scalar_t>(unmasked, t) + first * H, step_ptr<scalar_t>(dpre, t) + first * H,
-                          rows * H);
+                          n * H);
           } else {
             tanh_backward(d_att, step_ptr<scalar_t>(attentional, t + 1) + first * H,
-                          step_ptr<scalar_t>(dpre, t) + first * H, rows * H);
+                          step_ptr<scalar_t>(dpre, t) + first * H, n * H);
           }
-          products.mm_out(dch, step_rows(dpre, t, B, first, rows), wc_operand);
+          torch::Tensor dch = dch_rows.narrow(0, 0, n), dh_step = dh_rows.narrow(0, 0, n);
+          products.mm_out(dch, step_rows(dpre, t, B, first, n), wc_operand);
           // dh_step: the query's and Wc's paths to the top layer's h_t.
-          attention.backward_step<scalar_t>(t, first, rows, step_rows(top, t + 1, B, first, rows),
-                                            dch.data_ptr<scalar_t>(), dh_step, workspace);
-          stack.backward_step<scalar_t>(t, first, rows, dh_step, carried, dgi, dgh);
-          products.mm_out(d_attentional, step_rows(dgi[0], t, B, first, rows), w_feed);
+          attention.backward_step<scalar_t>(t, first, n, step_rows(top, t + 1, B, first, n), dch.data_ptr<scalar_t>(),
+                                            dh_step, workspace);
+          DecoderStack::Carried active = DecoderStack::first_rows(carried, n);
+          stack.backward_step<scalar_t>(t, first, n, dh_step, active, dgi, dgh);
+          torch::Tensor d_attentional = d_attentional_rows.narrow(0, 0, n);
+          products.mm_out(d_attentional, step_rows(dgi[0], t, B, first, n), w_feed);
         }
+        rows_computed += computed;
       });
     });
     const torch::Tensor dgi0 = dgi[0].view({T * B, G * H});
     const torch::Tensor w_embed = stack.w_ih[0].narrow(1, 0, E);
     variable_list result = {products.mm(dgi0, w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
+    DecoderInputs::restore_order(packed, result);
     result.emplace_back();  // lengths
+    result.emplace_back();  // target lengths
     stack.append_weight_gradients(
         result, dgi, dgh,
         torch::cat({products.mm(dgi0.t(), emb.view({T * B, E})),
@@ -673,43 +768,52 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
 // the bottom layer beside the embedding; the features are the top layer's h_t (their dropout, which
 // feeds nothing else, is the caller's).
 struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacherForcedFunction> {
-  static variable_list forward(AutogradContext* ctx, const torch::Tensor& embedded, const torch::Tensor& h0,
+  static variable_list forward(AutogradContext* ctx, const torch::Tensor& embedded_in, const torch::Tensor& h0,
                                const torch::Tensor& c0, const torch::Tensor& keys, const torch::Tensor& values,
-                               const torch::Tensor& lengths_in, at::TensorList cell_weights,
-                               at::TensorList attention_parameters, const torch::Tensor& between_mask,
-                               const AttentionConfig& attention_config, double scale, bool lstm, bool bf16) {
-    const int64_t B = embedded.size(0), T = embedded.size(1), E = embedded.size(2);
-    const DecoderStack stack(cell_weights, h0, c0, between_mask, T, lstm, bf16);
+                               const torch::Tensor& lengths_in, const torch::Tensor& target_lengths_in,
+                               at::TensorList cell_weights, at::TensorList attention_parameters,
+                               const torch::Tensor& between_mask, const AttentionConfig& attention_config, double scale,
+                               bool lstm, bool bf16) {
+    const int64_t B = embedded_in.size(0), T = embedded_in.size(1), E = embedded_in.size(2);
+    const torch::Tensor target_lengths = decoder_lengths(target_lengths_in, B, T);
+    const PackedRows packed(target_lengths, T);
+    const DecoderInputs in(packed, embedded_in, h0, c0, keys, values, lengths_in, between_mask);
+    const DecoderStack stack(cell_weights, in.h0, in.c0, in.between, T, lstm, bf16);
     const MatrixProducts& products = stack.products;
     const int64_t H = stack.H, G = stack.G;
     TORCH_CHECK(cell_weights[0].size(1) == E + H, "fused decoder: the recurrent input must be [embedding; context]");
-    const torch::Tensor lengths = to_lengths(lengths_in);
-    check_inputs(lengths, B, keys.size(1));
-    const StepAttention attention(attention_config, scale, attention_parameters, keys.contiguous(),
-                                  values.contiguous(), lengths, T, products);
-    const torch::TensorOptions opts = embedded.options();
-    const torch::Tensor emb = embedded.transpose(0, 1).contiguous();  // [T, B, E]
+    const StepAttention attention(attention_config, scale, attention_parameters, in.keys.contiguous(),
+                                  in.values.contiguous(), in.lengths, T, products);
+    const torch::TensorOptions opts = in.embedded.options();
+    const torch::Tensor emb = in.embedded.transpose(0, 1).contiguous();  // [T, B, E]
     const torch::Tensor ge = products.addmm(cell_weights[2], emb.view({T * B, E}), stack.w_ih[0].narrow(1, 0, E).t());
     const torch::Tensor w_context_t = stack.layer0_recurrent_input(E).t();
     const torch::Tensor& top = stack.states[stack.L - 1];
     const torch::Tensor& ch = attention.contexts();  // [c_t; h_{t-1}]
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced", [&] {
-      for_row_blocks(B, [&](int64_t first, int64_t rows) {
-        torch::Tensor gi = torch::empty({rows, G * H}, opts);
-        torch::Tensor gh = torch::empty({rows, G * H}, opts);
+      packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
+        torch::Tensor gi_rows = torch::empty({rows, G * H}, opts);
+        torch::Tensor gh_rows = torch::empty({rows, G * H}, opts);
         StepAttention::Workspace workspace = attention.workspace(rows);
+        int64_t computed = 0;
         for (int64_t t = 0; t < T; ++t) {
-          attention.forward_step<scalar_t>(t, first, rows, step_rows(top, t, B, first, rows), workspace);
-          products.addmm_out(gi, step_rows(ge, t, B, first, rows), step_rows(ch, t, B, first, rows).narrow(1, 0, H),
+          const int64_t n = packed.active(t, block);
+          if (n == 0) break;  // the block's rows run longest first
+          computed += n;
+          torch::Tensor gi = gi_rows.narrow(0, 0, n), gh = gh_rows.narrow(0, 0, n);
+          attention.forward_step<scalar_t>(t, first, n, step_rows(top, t, B, first, n), workspace);
+          products.addmm_out(gi, step_rows(ge, t, B, first, n), step_rows(ch, t, B, first, n).narrow(1, 0, H),
                              w_context_t);
-          stack.forward_step<scalar_t>(t, first, rows, gi, gh);
+          stack.forward_step<scalar_t>(t, first, n, gi, gh);
         }
+        rows_computed += computed;
       });
     });
     stack.save(ctx);
     attention.save(ctx);
+    save_rows(ctx, target_lengths, packed);
     ctx->saved_data["emb"] = emb;
-    return {top.narrow(0, 1, T).transpose(0, 1).contiguous()};
+    return {packed.to_caller(top.narrow(0, 1, T).transpose(0, 1))};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -717,8 +821,9 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     StepAttention attention(ctx);
     const torch::Tensor emb = ctx->saved_data["emb"].toTensor();
     const int64_t T = stack.T, B = stack.B, H = stack.H, G = stack.G, E = emb.size(2);
+    const PackedRows packed = saved_rows(ctx, T);
     const torch::TensorOptions opts = emb.options();
-    const torch::Tensor d_features = grads[0].transpose(0, 1).contiguous();  // [T, B, H]
+    const torch::Tensor d_features = packed.to_kernel(grads[0]).transpose(0, 1).contiguous();  // [T, B, H]
     auto [dgi, dgh] = stack.gate_gradients();
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
@@ -726,28 +831,38 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     const torch::Tensor w_context = stack.layer0_recurrent_input(E);
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced_backward", [&] {
-      for_row_blocks(B, [&](int64_t first, int64_t rows) {
+      packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
         DecoderStack::Carried carried = stack.carried(dh0, dc0, first, rows);
-        torch::Tensor dh_step = torch::empty({rows, H}, opts);
-        torch::Tensor dquery = torch::empty({rows, H}, opts);
-        torch::Tensor dch = torch::zeros({rows, 2 * H}, opts);  // [d context; 0]: h_{t-1} enters only as the query
+        torch::Tensor dh_rows = torch::empty({rows, H}, opts);
+        torch::Tensor dquery_rows = torch::empty({rows, H}, opts);
+        // [d context; 0]: h_{t-1} enters only as the query
+        torch::Tensor dch_rows = torch::zeros({rows, 2 * H}, opts);
         StepAttention::Workspace workspace = attention.workspace(rows);
+        int64_t computed = 0;
         for (int64_t t = T - 1; t >= 0; --t) {
-          dh_step.copy_(step_rows(d_features, t, B, first, rows));
-          stack.backward_step<scalar_t>(t, first, rows, dh_step, carried, dgi, dgh);
-          torch::Tensor d_context = dch.narrow(1, 0, H);
-          products.mm_out(d_context, step_rows(dgi[0], t, B, first, rows), w_context);
-          attention.backward_step<scalar_t>(t, first, rows, step_rows(top, t, B, first, rows),
-                                            dch.data_ptr<scalar_t>(), dquery, workspace);
-          carried.dh[stack.L - 1].add_(dquery);
+          const int64_t n = packed.active(t, block);
+          if (n == 0) continue;
+          computed += n;
+          torch::Tensor dh_step = dh_rows.narrow(0, 0, n), dquery = dquery_rows.narrow(0, 0, n);
+          dh_step.copy_(step_rows(d_features, t, B, first, n));
+          DecoderStack::Carried active = DecoderStack::first_rows(carried, n);
+          stack.backward_step<scalar_t>(t, first, n, dh_step, active, dgi, dgh);
+          torch::Tensor d_context = dch_rows.narrow(0, 0, n).narrow(1, 0, H);
+          products.mm_out(d_context, step_rows(dgi[0], t, B, first, n), w_context);
+          attention.backward_step<scalar_t>(t, first, n, step_rows(top, t, B, first, n), dch_rows.data_ptr<scalar_t>(),
+                                            dquery, workspace);
+          active.dh[stack.L - 1].add_(dquery);
         }
+        rows_computed += computed;
       });
     });
     const torch::Tensor dgi0 = dgi[0].view({T * B, G * H});
     const torch::Tensor w_embed = stack.w_ih[0].narrow(1, 0, E);
     variable_list result = {products.mm(dgi0, w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
+    DecoderInputs::restore_order(packed, result);
     result.emplace_back();  // lengths
+    result.emplace_back();  // target lengths
     stack.append_weight_gradients(
         result, dgi, dgh,
         torch::cat({products.mm(dgi0.t(), emb.view({T * B, E})),
@@ -763,6 +878,8 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
 
 namespace {
 
+torch::Tensor empty_lengths() { return torch::empty({0}, torch::kLong); }
+
 // w_ih, w_hh, b_ih, b_hh per layer, bottom first: the decoders' kernels take their cells as one list.
 std::vector<torch::Tensor> flat_weights(const std::vector<CellWeights>& layers) {
   std::vector<torch::Tensor> flat;
@@ -771,6 +888,8 @@ std::vector<torch::Tensor> flat_weights(const std::vector<CellWeights>& layers) 
 }
 
 }  // namespace
+
+int64_t fused_recurrent_rows_computed() { return rows_computed.load(); }
 
 std::pair<torch::Tensor, torch::Tensor> fused_gru_sequence(const torch::Tensor& x, const torch::Tensor& lengths,
                                                            const GruWeights& gru) {
@@ -792,7 +911,7 @@ torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const to
                                          const torch::Tensor& src_lengths, const std::vector<CellWeights>& layers,
                                          bool lstm, const torch::Tensor& wc_weight, const torch::Tensor& wc_bias,
                                          const FusedAttentionParameters& attention, const torch::Tensor& dropout_mask,
-                                         const torch::Tensor& between_layers_mask) {
+                                         const torch::Tensor& between_layers_mask, const torch::Tensor& target_lengths) {
   TORCH_CHECK(embedded.device().is_cpu(), "fused_luong_teacher_forced runs on the CPU");
   const FusedKernelCall call(wc_weight);
   const std::vector<torch::Tensor> cell_weights = flat_weights(layers);
@@ -800,6 +919,7 @@ torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const to
   const auto or_empty = [&](const torch::Tensor& t) { return t.defined() ? call.input(t) : empty; };
   return LuongTeacherForcedFunction::apply(call.input(embedded), call.input(h0), lstm ? call.input(c0) : empty,
                                            call.input(keys), call.input(values), src_lengths,
+                                           target_lengths.defined() ? target_lengths : empty_lengths(),
                                            at::TensorList(cell_weights), at::TensorList(attention.tensors), wc_weight,
                                            wc_bias, or_empty(dropout_mask), or_empty(between_layers_mask),
                                            attention.config, attention.scale, lstm, call.bf16)[0];
@@ -810,14 +930,16 @@ torch::Tensor fused_bahdanau_teacher_forced(const torch::Tensor& embedded, const
                                             const torch::Tensor& values, const torch::Tensor& src_lengths,
                                             const std::vector<CellWeights>& layers, bool lstm,
                                             const FusedAttentionParameters& attention,
-                                            const torch::Tensor& between_layers_mask) {
+                                            const torch::Tensor& between_layers_mask,
+                                            const torch::Tensor& target_lengths) {
   TORCH_CHECK(embedded.device().is_cpu(), "fused_bahdanau_teacher_forced runs on the CPU");
   const FusedKernelCall call(layers.at(0).w_ih);
   const std::vector<torch::Tensor> cell_weights = flat_weights(layers);
   const torch::Tensor empty = torch::empty({0}, layers[0].w_ih.options());
   return BahdanauTeacherForcedFunction::apply(
       call.input(embedded), call.input(h0), lstm ? call.input(c0) : empty, call.input(keys), call.input(values),
-      src_lengths, at::TensorList(cell_weights), at::TensorList(attention.tensors),
+      src_lengths, target_lengths.defined() ? target_lengths : empty_lengths(), at::TensorList(cell_weights),
+      at::TensorList(attention.tensors),
       between_layers_mask.defined() ? call.input(between_layers_mask) : empty, attention.config, attention.scale, lstm,
       call.bf16)[0];
 }

@@ -304,6 +304,57 @@ INSTANTIATE_TEST_SUITE_P(Scores, FusedRecurrenceTest,
                                                           2, false, 3)),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
+// A batch of `rows` random sentences: source lengths 1..9, target lengths 1..7, in random order.
+Batch random_batch(int64_t rows) {
+  const torch::Tensor src_lengths = torch::randint(1, 10, {rows}, torch::kLong);
+  const torch::Tensor tgt_lengths = torch::randint(1, 8, {rows}, torch::kLong);
+  const auto padded = [](const torch::Tensor& lengths, int64_t width, int64_t low, int64_t high) {
+    const torch::Tensor tokens = torch::randint(low, high, {lengths.size(0), width}, torch::kLong);
+    return tokens * (torch::arange(width, torch::kLong).unsqueeze(0) < lengths.unsqueeze(1));
+  };
+  const torch::Tensor words = padded(tgt_lengths - 1, 7, 3, 10);  // the target's words, EOS appended below
+  const torch::Tensor positions = torch::arange(7, torch::kLong).unsqueeze(0);
+  const torch::Tensor dec_tgt = words + 2 * (positions == (tgt_lengths - 1).unsqueeze(1));
+  const torch::Tensor dec_in =
+      torch::cat({torch::ones({rows, 1}, torch::kLong), words.narrow(1, 0, 6)}, 1) * (positions < tgt_lengths.unsqueeze(1));
+  return {padded(src_lengths, 9, 3, 12), src_lengths, dec_in, dec_tgt};
+}
+
+// Many rows on 3 threads: the kernels deal the rows over 3 blocks by length and compute the real
+// tokens alone (the encoder's per source length, the decoder's per target length), and the loss and
+// every gradient equal the module path's in double.
+TEST(FusedPaddingTest, ManyRowsOnThreeThreadsSkipThePaddingAndMatchTheModulePath) {
+  const int threads_before = torch::get_num_threads();
+  torch::set_num_threads(3);
+  const Case cases[] = {
+      Case{"luong_lstm_2_layers", ScoreKind::kGeneral, true, CellKind::kLstm, 2, true},
+      attention_case("bahdanau_local_p_concat", AttentionKind::kLocalPredictive,
+                     Case{"", ScoreKind::kConcat, false, CellKind::kGru, 1, true, DecoderKind::kBahdanau}, 2, true),
+      attention_case("luong_local_m_location", AttentionKind::kLocalMonotonic,
+                     Case{"", ScoreKind::kLocation, false, CellKind::kGru, 2, false}, 1, false, 5)};
+  for (const Case& c : cases) {
+    Seq2Seq model = make_model(c, torch::kDouble);
+    torch::manual_seed(30);
+    const Batch b = random_batch(26);
+    const int64_t before = fused_recurrent_rows_computed();
+    const LossAndGradients fused = run(model, true, b);
+    const int64_t encoder_runs = c.layers * (c.bidirectional ? 2 : 1);
+    const int64_t target_tokens = b.dec_tgt.ne(0).sum().item<int64_t>();
+    EXPECT_EQ(fused_recurrent_rows_computed() - before,
+              2 * (encoder_runs * b.lengths.sum().item<int64_t>() + target_tokens))
+        << c.name << ": of " << 2 * (encoder_runs * 26 * 9 + 26 * 7) << " padded";
+    const LossAndGradients modules = run(model, false, b);
+    EXPECT_NEAR(fused.loss, modules.loss, 1e-13 * std::abs(modules.loss)) << c.name;
+    for (std::size_t i = 0; i < fused.gradients.size(); ++i) {
+      const torch::Tensor& m = modules.gradients[i].second;
+      const double scale = m.abs().max().item<double>();
+      EXPECT_LE((fused.gradients[i].second - m).abs().max().item<double>(), 1e-12 * std::max(1.0, scale))
+          << c.name << " " << fused.gradients[i].first;
+    }
+  }
+  torch::set_num_threads(threads_before);
+}
+
 // A diverged run (NaN weights) through local-p: p_t is NaN, which the kernel must not turn into a
 // window (an integer conversion of NaN); the loss comes out NaN, as the module path's does.
 TEST(FusedAttentionTest, NonFinitePositionGivesANonFiniteLossInBothDecoders) {
@@ -448,6 +499,67 @@ TEST(FusedGruSequenceTest, LayersEqualPackedModulesInBothDirections) {
       }
     }
   }
+}
+
+// A batch large enough for several row blocks (8 rows each at least) with lengths in random order, on
+// 3 threads: the kernel reorders the rows so that each block's real tokens at any time are a prefix of
+// it, and computes those alone. Against nn::LSTM / nn::GRU over the packed batch in double (outputs,
+// final states and every gradient), and the rows computed are the real tokens exactly.
+TEST(FusedGruSequenceTest, SkipsPaddingAcrossRowBlocksAndEqualsPackedModules) {
+  const int threads_before = torch::get_num_threads();
+  torch::set_num_threads(3);
+  for (const CellKind cell : {CellKind::kGru, CellKind::kLstm}) {
+    torch::manual_seed(21);
+    torch::nn::Module owner;
+    RecurrentLayers layers = register_recurrent(owner, RecurrentOptions(3, 5).cell(cell).bidirectional(true));
+    owner.to(torch::kDouble);
+    const int64_t B = 26, S = 9;
+    const torch::Tensor x = torch::randn({B, S, 3}, torch::kDouble).requires_grad_();
+    const torch::Tensor lengths = torch::randint(1, S + 1, {B}, torch::kLong);
+    const torch::Tensor probe = torch::randn({B, S, 10}, torch::kDouble);
+    const torch::Tensor state_probe = torch::randn({2, B, 5}, torch::kDouble);
+    std::vector<torch::Tensor> inputs = layers.all_weights();
+    inputs.push_back(x);
+    auto [expected, state] = layers.sequence(x, lengths);
+    const std::vector<torch::Tensor> expected_gradients =
+        torch::autograd::grad({(expected * probe).sum() + (state.hidden * state_probe).sum()}, inputs);
+    const int64_t before = fused_recurrent_rows_computed();
+    std::vector<torch::Tensor> outputs, hidden;
+    for (int64_t d = 0; d < 2; ++d) {
+      const FusedLayerOutput out =
+          fused_recurrent_layer(x, lengths, CellWeights::of(layers, 0, d), cell == CellKind::kLstm, d == 1);
+      outputs.push_back(out.outputs);
+      hidden.push_back(out.hidden);
+    }
+    const int64_t tokens = lengths.sum().item<int64_t>();
+    EXPECT_EQ(fused_recurrent_rows_computed() - before, 2 * tokens);  // of B * S = 234 rows per direction
+    const torch::Tensor fused = torch::cat(outputs, 2), fused_hidden = torch::stack(hidden);
+    EXPECT_LE((fused - expected).abs().max().item<double>(), 1e-14);
+    EXPECT_LE((fused_hidden - state.hidden).abs().max().item<double>(), 1e-14);
+    const std::vector<torch::Tensor> fused_gradients =
+        torch::autograd::grad({(fused * probe).sum() + (fused_hidden * state_probe).sum()}, inputs);
+    EXPECT_EQ(fused_recurrent_rows_computed() - before, 4 * tokens);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const double scale = expected_gradients[i].abs().max().item<double>();
+      EXPECT_GT(scale, 0.0) << i;
+      EXPECT_LE((fused_gradients[i] - expected_gradients[i]).abs().max().item<double>(), 1e-13 * std::max(1.0, scale))
+          << options::enum_name(cell) << " input " << i;
+    }
+  }
+  torch::set_num_threads(threads_before);
+}
+
+// A sequence of no tokens: its outputs and state are zero, and nothing is computed for it.
+TEST(FusedGruSequenceTest, EmptySequenceStaysZero) {
+  torch::manual_seed(4);
+  torch::nn::GRU gru(torch::nn::GRUOptions(3, 4).batch_first(true));
+  const torch::Tensor x = torch::randn({2, 4, 3});
+  const int64_t before = fused_recurrent_rows_computed();
+  auto [outputs, last] = fused_gru_sequence(x, torch::tensor({3, 0}, torch::kLong), GruWeights::of(gru));
+  EXPECT_EQ(fused_recurrent_rows_computed() - before, 3);
+  EXPECT_EQ(outputs[1].abs().max().item<float>(), 0.0F);
+  EXPECT_EQ(last[1].abs().max().item<float>(), 0.0F);
+  EXPECT_GT(last[0].abs().max().item<float>(), 0.0F);
 }
 
 TEST(FusedGruSequenceTest, RejectsLengthsOutsideTheBatch) {

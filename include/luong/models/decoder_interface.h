@@ -80,8 +80,10 @@ class DecoderInterface : public torch::nn::Module {
   /// features [..., H] -> logits [..., V].
   torch::Tensor project(const torch::Tensor& features) { return fc(features); }
 
-  /// Teacher forcing over dec_in [B, T] (<sos> + target) from `state`: every step of `step`, or a
-  /// fused kernel where the decoder has one (never when `keep_weights`).
+  /// Teacher forcing over dec_in [B, T] (<sos> + target, padded with 0) from `state`: every step of
+  /// `step`, or a fused kernel where the decoder has one (never when `keep_weights`). The fused kernels
+  /// skip each row's steps past its last non-padding token: the features there are zero and take no
+  /// gradient (the losses read the target's tokens only).
   virtual TeacherForced teacher_forced(const torch::Tensor& dec_in, const DecoderState& state,
                                        const AttentionMemory& memory, bool keep_weights);
   /// Whether teacher_forced() takes the decoder's fused kernel for tensors on `device`: on the CPU,

@@ -51,8 +51,9 @@ class StepAttention {
   };
   Workspace workspace(int64_t rows) const;
 
-  /// Step t for rows [first, first + rows): query [rows, H] -> contexts()[t] = [context; query] for
-  /// those rows; the weights are recorded for the backward pass.
+  /// Step t for rows [first, first + rows) (a workspace of at least `rows` rows): query [rows, H] ->
+  /// contexts()[t] = [context; query] for those rows; the weights are recorded for the backward pass.
+  /// The steps a decoder skips (past a row's target) stay zero in every record.
   template <typename scalar_t>
   void forward_step(int64_t t, int64_t first, int64_t rows, const torch::Tensor& query, Workspace& workspace) const;
 

@@ -48,6 +48,11 @@ struct FusedLayerOutput {
 FusedLayerOutput fused_recurrent_layer(const torch::Tensor& x, const torch::Tensor& lengths, const CellWeights& weights,
                                        bool lstm, bool reverse);
 
+/// The batch rows that the fused recurrences' steps have run, forward and backward, since the process
+/// started. They run real tokens only (models/step_buffers.h, PackedRows): a test or benchmark reads
+/// this to see that the padding was skipped.
+int64_t fused_recurrent_rows_computed();
+
 /// The LuongDecoder's teacher-forced recurrence, L stacked GRU or LSTM layers:
 ///   h^1_t = RNN_1([e_t; h~_{t-1}], h^1_{t-1}),  h^l_t = RNN_l(h^{l-1}_t * m^{l-1}_t, h^l_{t-1}),  h~_0 = 0
 ///   a_t = the attention's weights for query h^L_t at step t (global dot: softmax over j < src_lengths[b]
@@ -58,13 +63,16 @@ FusedLayerOutput fused_recurrent_layer(const torch::Tensor& x, const torch::Tens
 /// (the first over inputs of size E + H, the others over H), wc_weight [H, 2H], wc_bias [H],
 /// `attention` (FusedAttentionParameters::of the decoder's module), dropout_mask [B, T, H] or
 /// undefined, between_layers_mask (m above: dropout on each layer's output that feeds the next)
-/// [L - 1, B, T, H] or undefined -> h~ for every step [B, T, H].
+/// [L - 1, B, T, H] or undefined -> h~ for every step [B, T, H]. target_lengths [B] int64: the steps of
+/// each row that count (its loss's); the kernel skips the others, and the features there are zero and
+/// take no gradient. Undefined: all T steps of every row.
 torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0, const torch::Tensor& c0,
                                          const torch::Tensor& keys, const torch::Tensor& values,
                                          const torch::Tensor& src_lengths, const std::vector<CellWeights>& layers,
                                          bool lstm, const torch::Tensor& wc_weight, const torch::Tensor& wc_bias,
                                          const FusedAttentionParameters& attention, const torch::Tensor& dropout_mask = {},
-                                         const torch::Tensor& between_layers_mask = {});
+                                         const torch::Tensor& between_layers_mask = {},
+                                         const torch::Tensor& target_lengths = {});
 
 /// The notebook's Decoder (attention before the recurrence), teacher-forced, L stacked GRU or LSTM
 /// layers:
@@ -76,6 +84,7 @@ torch::Tensor fused_bahdanau_teacher_forced(const torch::Tensor& embedded, const
                                             const torch::Tensor& values, const torch::Tensor& src_lengths,
                                             const std::vector<CellWeights>& layers, bool lstm,
                                             const FusedAttentionParameters& attention,
-                                            const torch::Tensor& between_layers_mask = {});
+                                            const torch::Tensor& between_layers_mask = {},
+                                            const torch::Tensor& target_lengths = {});
 
 }  // namespace luong::models

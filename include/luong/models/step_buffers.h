@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace luong::models {
 
@@ -23,13 +24,19 @@ inline torch::Tensor step_rows(const torch::Tensor& buffer, int64_t t, int64_t b
   return torch::from_blob(base, {count, width}, buffer.options());
 }
 
+/// How many contiguous blocks of rows for_row_blocks splits a batch into: one per intra-op thread, of at
+/// least 8 rows.
+inline int64_t row_block_count(int64_t batch) {
+  return std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), batch / 8));
+}
+
 /// Runs body(first, count) over contiguous blocks of batch rows, one block per intra-op thread. The
 /// rows of a recurrence are independent, so each thread runs the whole time loop for its rows with
 /// no synchronisation per step. The tensors a body touches must not require grad (the worker
 /// threads' grad mode is their own), hence the kernels' detached weights.
 template <typename Body>
 void for_row_blocks(int64_t batch, const Body& body) {
-  const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), batch / 8));
+  const int64_t blocks = row_block_count(batch);
   at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t k = begin; k < end; ++k) {
       const int64_t first = batch * k / blocks;
@@ -37,5 +44,79 @@ void for_row_blocks(int64_t batch, const Body& body) {
     }
   });
 }
+
+/// A padded batch of sequences reordered for a recurrence that computes only real tokens. The rows are
+/// dealt, longest first, over for_row_blocks's blocks, so that within every block they run longest
+/// first: at time t the rows still inside their sequences (t < length) are a prefix of each block, and
+/// a step's products and gates run on that prefix alone (the padding is 30-50% of a batch of random
+/// sentences). The real tokens are also numbered in (time, block, row) order, the layout in which a
+/// layer's input projection is one product over real tokens only: block k's active rows at time t are
+/// tokens [offset(t, k), offset(t, k) + active(t, k)).
+class PackedRows {
+ public:
+  /// lengths [B] int64 on the CPU, each in [0, steps]; `blocks`: row_block_count(B), or the forward
+  /// pass's count where a backward pass rebuilds the layout its buffers were written in.
+  PackedRows(const torch::Tensor& lengths, int64_t steps, int64_t blocks = 0)
+      : batch_(lengths.size(0)), steps_(steps), blocks_(blocks > 0 ? blocks : row_block_count(batch_)) {
+    const auto* len = lengths.data_ptr<int64_t>();
+    std::vector<int64_t> by_length(static_cast<std::size_t>(batch_));
+    for (int64_t b = 0; b < batch_; ++b) by_length[static_cast<std::size_t>(b)] = b;
+    std::stable_sort(by_length.begin(), by_length.end(), [&](int64_t a, int64_t b) { return len[a] > len[b]; });
+    std::vector<int64_t> filled(static_cast<std::size_t>(blocks_), 0);
+    order_ = torch::empty({batch_}, torch::kLong);
+    restore_ = torch::empty({batch_}, torch::kLong);
+    kernel_lengths_.resize(static_cast<std::size_t>(batch_));
+    int64_t k = 0;
+    for (const int64_t b : by_length) {
+      while (filled[static_cast<std::size_t>(k)] == rows(k)) k = (k + 1) % blocks_;
+      const int64_t row = first(k) + filled[static_cast<std::size_t>(k)]++;
+      order_.data_ptr<int64_t>()[row] = b;
+      restore_.data_ptr<int64_t>()[b] = row;
+      kernel_lengths_[static_cast<std::size_t>(row)] = len[b];
+      k = (k + 1) % blocks_;
+    }
+    active_.assign(static_cast<std::size_t>(steps_ * blocks_), 0);
+    offset_.assign(static_cast<std::size_t>(steps_ * blocks_), 0);
+    std::vector<int64_t> token_index;
+    for (int64_t t = 0; t < steps_; ++t) {
+      for (int64_t block = 0; block < blocks_; ++block) {
+        const std::size_t at = static_cast<std::size_t>(t * blocks_ + block);
+        offset_[at] = static_cast<int64_t>(token_index.size());
+        for (int64_t row = first(block); row < first(block) + rows(block) && kernel_length(row) > t; ++row) {
+          token_index.push_back(t * batch_ + row);
+        }
+        active_[at] = static_cast<int64_t>(token_index.size()) - offset_[at];
+      }
+    }
+    tokens_ = torch::tensor(token_index, torch::kLong);
+  }
+
+  int64_t blocks() const { return blocks_; }
+  int64_t first(int64_t block) const { return batch_ * block / blocks_; }
+  int64_t rows(int64_t block) const { return batch_ * (block + 1) / blocks_ - first(block); }
+  /// The rows of `block` inside their sequences at time t: the block's first active(t, block) rows.
+  int64_t active(int64_t t, int64_t block) const { return active_[static_cast<std::size_t>(t * blocks_ + block)]; }
+  /// Where block `block`'s active rows at time t start among the real tokens.
+  int64_t offset(int64_t t, int64_t block) const { return offset_[static_cast<std::size_t>(t * blocks_ + block)]; }
+  int64_t kernel_length(int64_t row) const { return kernel_lengths_[static_cast<std::size_t>(row)]; }
+  /// [N] int64: real token p is row t * B + j of a [steps, B, ...] buffer in the kernel's row order.
+  const torch::Tensor& tokens() const { return tokens_; }
+  /// A caller's tensor (batch rows along `dim`) in the kernel's row order, and back.
+  torch::Tensor to_kernel(const torch::Tensor& t, int64_t dim = 0) const { return t.index_select(dim, order_); }
+  torch::Tensor to_caller(const torch::Tensor& t, int64_t dim = 0) const { return t.index_select(dim, restore_); }
+
+  /// body(block, first, rows) for every block, one per intra-op thread, as for_row_blocks.
+  template <typename Body>
+  void for_blocks(const Body& body) const {
+    at::parallel_for(0, blocks_, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) body(k, first(k), rows(k));
+    });
+  }
+
+ private:
+  int64_t batch_, steps_, blocks_;
+  torch::Tensor order_, restore_, tokens_;
+  std::vector<int64_t> kernel_lengths_, active_, offset_;
+};
 
 }  // namespace luong::models
