@@ -395,20 +395,21 @@ void StepAttention::append_input_gradients(variable_list& out) const {
   out.push_back(dvalues_);
 }
 
-void StepAttention::append_parameter_gradients(variable_list& out, const torch::Tensor& queries) const {
-  const int64_t rows = T_ * B_;
-  const torch::Tensor q = queries.reshape({rows, H_});
+void StepAttention::append_parameter_gradients(variable_list& out, const torch::Tensor& queries,
+                                               const torch::Tensor& tokens) const {
+  const auto real = [&](const torch::Tensor& buffer) { return buffer.reshape({T_ * B_, -1}).index_select(0, tokens); };
+  const torch::Tensor q = real(queries);
   if (concat()) {
-    out.push_back(products_.mm(d_query_part_.view({rows, H_}).t(), q));
-    out.push_back(d_score_vector_.view({rows, H_}).sum(0).unsqueeze(0));
+    out.push_back(products_.mm(real(d_query_part_).t(), q));
+    out.push_back(real(d_score_vector_).sum(0).unsqueeze(0));
   }
-  if (location()) out.push_back(products_.mm(d_scores_.view({rows, P_}).t(), q));
+  if (location()) out.push_back(products_.mm(real(d_scores_).t(), q));
   if (predictive()) {
-    const torch::Tensor dpre = d_position_hidden_.view({rows, H_});
-    const torch::Tensor de = d_position_gate_.view({rows, 1});
+    const torch::Tensor dpre = real(d_position_hidden_);
+    const torch::Tensor de = real(d_position_gate_);
     out.push_back(products_.mm(dpre.t(), q));
     out.push_back(dpre.sum(0));
-    out.push_back(de.t().mm(position_hidden_.view({rows, H_})));
+    out.push_back(de.t().mm(real(position_hidden_)));
     out.push_back(de.sum(0));
   }
 }

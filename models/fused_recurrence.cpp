@@ -239,14 +239,14 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
     const int64_t G = lstm ? 4 : 3, Z = lstm ? 5 : 4;  // gates, saved values per unit
     const MatrixProducts products{bf16};
     const SequenceShape shape{x_in.size(0), x_in.size(1), x_in.size(2), w_hh.size(1), reverse};
-    const int64_t B = shape.B, S = shape.S, I = shape.I, H = shape.H;
+    const int64_t B = shape.B, S = shape.S, H = shape.H;
     const torch::Tensor lengths = to_lengths(lengths_in);
     check_inputs(lengths, B, S);
     const PackedRows packed(lengths, S);
-    const torch::Tensor x = packed.to_kernel(x_in).transpose(0, 1).contiguous().view({S * B, I});
+    const torch::Tensor x = packed.to_kernel(x_in).transpose(0, 1);  // [S, B, I]
     // The real tokens' inputs and the weights as the products take them, converted once here and kept
     // for the backward pass.
-    const torch::Tensor x_operand = products.operand(x.index_select(0, packed.tokens()));  // [N, I]
+    const torch::Tensor x_operand = products.operand(packed.real(x));  // [N, I]
     const torch::Tensor w_ih_operand = products.operand(w_ih.detach()), w_hh_operand = products.operand(w_hh.detach());
     const torch::Tensor gi = products.addmm(b_ih, x_operand, w_ih_operand.t());  // [N, G H]
     torch::Tensor states = torch::zeros({S + 1, B, H}, x.options());             // by slot: h before slot k is [k]
@@ -311,7 +311,7 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
     const bool lstm = ctx->saved_data["lstm"].toBool();
     const SequenceShape shape{states.size(1), states.size(0) - 1, w_ih.size(1), w_hh.size(1),
                               ctx->saved_data["reverse"].toBool()};
-    const int64_t S = shape.S, B = shape.B, I = shape.I, H = shape.H, G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
+    const int64_t S = shape.S, B = shape.B, H = shape.H, G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
     const PackedRows packed(ctx->saved_data["lengths"].toTensor(), S, ctx->saved_data["blocks"].toInt());
     const int64_t N = packed.tokens().size(0);
     const torch::TensorOptions opts = states.options();  // the model's dtype (x may be a bf16 operand)
@@ -361,8 +361,7 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
     });
     // The inputs' gradient is zero at padding; the recurrent weights pair each token's gate gradients
     // with the state before its slot.
-    torch::Tensor dx = torch::zeros({S * B, I}, opts).index_copy_(0, packed.tokens(), products.mm(dgi, w_ih));
-    dx = packed.to_caller(dx.view({S, B, I}).transpose(0, 1));
+    const torch::Tensor dx = packed.to_caller(packed.unpacked(products.mm(dgi, w_ih)).transpose(0, 1));
     const torch::Tensor slot_tokens =
         shape.reverse ? (S - 1 - packed.tokens().div(B, "floor")) * B + packed.tokens().remainder(B) : packed.tokens();
     const torch::Tensor previous_states = states.view({(S + 1) * B, H}).index_select(0, slot_tokens);
@@ -555,16 +554,17 @@ struct DecoderStack {
     return {dgi, dgh};
   }
 
-  // Appends w_ih, w_hh, b_ih, b_hh's gradients per layer to `out`; layer 0's w_ih gradient is the
-  // caller's (its input is the caller's).
+  // Appends w_ih, w_hh, b_ih, b_hh's gradients per layer to `out`, products over the real tokens;
+  // layer 0's w_ih gradient is the caller's (its input is the caller's).
   void append_weight_gradients(variable_list& out, const std::vector<torch::Tensor>& dgi,
-                               const std::vector<torch::Tensor>& dgh, const torch::Tensor& dw_ih0) const {
+                               const std::vector<torch::Tensor>& dgh, const PackedRows& packed,
+                               const torch::Tensor& dw_ih0) const {
     for (int64_t l = 0; l < L; ++l) {
-      const torch::Tensor dgi_flat = dgi[l].view({T * B, G * H}), dgh_flat = dgh[l].view({T * B, G * H});
-      out.push_back(l == 0 ? dw_ih0 : products.mm(dgi_flat.t(), inputs[l - 1].reshape({T * B, H})));
-      out.push_back(products.mm(dgh_flat.t(), states[l].narrow(0, 0, T).reshape({T * B, H})));
-      out.push_back(dgi_flat.sum(0));
-      out.push_back(dgh_flat.sum(0));
+      const torch::Tensor dgi_real = packed.real(dgi[l]), dgh_real = lstm ? dgi_real : packed.real(dgh[l]);
+      out.push_back(l == 0 ? dw_ih0 : products.mm(dgi_real.t(), packed.real(inputs[l - 1])));
+      out.push_back(products.mm(dgh_real.t(), packed.real(states[l].narrow(0, 0, T))));
+      out.push_back(dgi_real.sum(0));
+      out.push_back(dgh_real.sum(0));
     }
   }
 };
@@ -640,7 +640,8 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
                                   in.values.contiguous(), in.lengths, T, products);
     const torch::TensorOptions opts = in.embedded.options();
     const torch::Tensor emb = in.embedded.transpose(0, 1).contiguous();  // [T, B, E]
-    const torch::Tensor ge = products.addmm(cell_weights[2], emb.view({T * B, E}), stack.w_ih[0].narrow(1, 0, E).t());
+    // The embeddings' share of layer 0's gates, for the real tokens at once: [N, G H].
+    const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.w_ih[0].narrow(1, 0, E).t());
     torch::Tensor attentional = torch::zeros({T + 1, B, H}, opts);  // h~_0 .. h~_T (masked)
     torch::Tensor unmasked = masked ? torch::empty({T, B, H}, opts) : torch::empty({0}, opts);
     const torch::Tensor drop = masked ? packed.to_kernel(mask).transpose(0, 1).contiguous() : mask;  // [T, B, H]
@@ -660,7 +661,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
           if (n == 0) break;  // the block's rows run longest first
           computed += n;
           torch::Tensor gi = gi_rows.narrow(0, 0, n), gh = gh_rows.narrow(0, 0, n);
-          products.addmm_out(gi, step_rows(ge, t, B, first, n), step_rows(attentional, t, B, first, n), w_feed_t);
+          products.addmm_out(gi, ge.narrow(0, packed.offset(t, block), n), step_rows(attentional, t, B, first, n), w_feed_t);
           stack.forward_step<scalar_t>(t, first, n, gi, gh);
           attention.forward_step<scalar_t>(t, first, n, step_rows(top, t + 1, B, first, n), workspace);
           torch::Tensor next = step_rows(attentional, t + 1, B, first, n);
@@ -694,7 +695,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const torch::Tensor drop = ctx->saved_data["drop"].toTensor();
     const torch::Tensor wc_operand = ctx->saved_data["wc_operand"].toTensor();
     const bool masked = drop.numel() > 0;
-    const int64_t T = stack.T, B = stack.B, H = stack.H, G = stack.G, E = emb.size(2);
+    const int64_t T = stack.T, B = stack.B, H = stack.H, E = emb.size(2);
     const PackedRows packed = saved_rows(ctx, T);
     const torch::TensorOptions opts = emb.options();
     const torch::Tensor d_features = packed.to_kernel(grads[0]).transpose(0, 1).contiguous();  // [T, B, H]
@@ -743,22 +744,22 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
         rows_computed += computed;
       });
     });
-    const torch::Tensor dgi0 = dgi[0].view({T * B, G * H});
+    // The whole-batch products, over the real tokens.
+    const torch::Tensor dgi0 = packed.real(dgi[0]);
     const torch::Tensor w_embed = stack.w_ih[0].narrow(1, 0, E);
-    variable_list result = {products.mm(dgi0, w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0};
+    variable_list result = {packed.unpacked(products.mm(dgi0, w_embed)).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
     DecoderInputs::restore_order(packed, result);
     result.emplace_back();  // lengths
     result.emplace_back();  // target lengths
-    stack.append_weight_gradients(
-        result, dgi, dgh,
-        torch::cat({products.mm(dgi0.t(), emb.view({T * B, E})),
-                    products.mm(dgi0.t(), attentional.narrow(0, 0, T).reshape({T * B, H}))},
-                   1));
-    attention.append_parameter_gradients(result, top.narrow(0, 1, T));
-    const torch::Tensor dpre_flat = dpre.view({T * B, H});
-    result.push_back(products.mm(dpre_flat.t(), attention.contexts().view({T * B, 2 * H})));
-    result.push_back(dpre_flat.sum(0));
+    stack.append_weight_gradients(result, dgi, dgh, packed,
+                                  torch::cat({products.mm(dgi0.t(), packed.real(emb)),
+                                              products.mm(dgi0.t(), packed.real(attentional.narrow(0, 0, T)))},
+                                             1));
+    attention.append_parameter_gradients(result, top.narrow(0, 1, T), packed.tokens());
+    const torch::Tensor dpre_real = packed.real(dpre);
+    result.push_back(products.mm(dpre_real.t(), packed.real(attention.contexts())));
+    result.push_back(dpre_real.sum(0));
     for (int i = 0; i < 6; ++i) result.emplace_back();  // the masks, the attention's configuration, scale, lstm, bf16
     return result;
   }
@@ -786,7 +787,8 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
                                   in.values.contiguous(), in.lengths, T, products);
     const torch::TensorOptions opts = in.embedded.options();
     const torch::Tensor emb = in.embedded.transpose(0, 1).contiguous();  // [T, B, E]
-    const torch::Tensor ge = products.addmm(cell_weights[2], emb.view({T * B, E}), stack.w_ih[0].narrow(1, 0, E).t());
+    // The embeddings' share of layer 0's gates, for the real tokens at once: [N, G H].
+    const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.w_ih[0].narrow(1, 0, E).t());
     const torch::Tensor w_context_t = stack.layer0_recurrent_input(E).t();
     const torch::Tensor& top = stack.states[stack.L - 1];
     const torch::Tensor& ch = attention.contexts();  // [c_t; h_{t-1}]
@@ -802,7 +804,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
           computed += n;
           torch::Tensor gi = gi_rows.narrow(0, 0, n), gh = gh_rows.narrow(0, 0, n);
           attention.forward_step<scalar_t>(t, first, n, step_rows(top, t, B, first, n), workspace);
-          products.addmm_out(gi, step_rows(ge, t, B, first, n), step_rows(ch, t, B, first, n).narrow(1, 0, H),
+          products.addmm_out(gi, ge.narrow(0, packed.offset(t, block), n), step_rows(ch, t, B, first, n).narrow(1, 0, H),
                              w_context_t);
           stack.forward_step<scalar_t>(t, first, n, gi, gh);
         }
@@ -820,7 +822,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     const DecoderStack stack(ctx);
     StepAttention attention(ctx);
     const torch::Tensor emb = ctx->saved_data["emb"].toTensor();
-    const int64_t T = stack.T, B = stack.B, H = stack.H, G = stack.G, E = emb.size(2);
+    const int64_t T = stack.T, B = stack.B, H = stack.H, E = emb.size(2);
     const PackedRows packed = saved_rows(ctx, T);
     const torch::TensorOptions opts = emb.options();
     const torch::Tensor d_features = packed.to_kernel(grads[0]).transpose(0, 1).contiguous();  // [T, B, H]
@@ -856,19 +858,19 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
         rows_computed += computed;
       });
     });
-    const torch::Tensor dgi0 = dgi[0].view({T * B, G * H});
+    // The whole-batch products, over the real tokens.
+    const torch::Tensor dgi0 = packed.real(dgi[0]);
     const torch::Tensor w_embed = stack.w_ih[0].narrow(1, 0, E);
-    variable_list result = {products.mm(dgi0, w_embed).view({T, B, E}).transpose(0, 1), dh0, dc0};
+    variable_list result = {packed.unpacked(products.mm(dgi0, w_embed)).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
     DecoderInputs::restore_order(packed, result);
     result.emplace_back();  // lengths
     result.emplace_back();  // target lengths
-    stack.append_weight_gradients(
-        result, dgi, dgh,
-        torch::cat({products.mm(dgi0.t(), emb.view({T * B, E})),
-                    products.mm(dgi0.t(), attention.contexts().narrow(2, 0, H).reshape({T * B, H}))},
-                   1));
-    attention.append_parameter_gradients(result, top.narrow(0, 0, T));
+    stack.append_weight_gradients(result, dgi, dgh, packed,
+                                  torch::cat({products.mm(dgi0.t(), packed.real(emb)),
+                                              products.mm(dgi0.t(), packed.real(attention.contexts().narrow(2, 0, H)))},
+                                             1));
+    attention.append_parameter_gradients(result, top.narrow(0, 0, T), packed.tokens());
     for (int i = 0; i < 5; ++i) result.emplace_back();  // the mask, the attention's configuration, scale, lstm, bf16
     return result;
   }

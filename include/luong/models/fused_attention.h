@@ -66,9 +66,11 @@ class StepAttention {
                      torch::Tensor& dquery, Workspace& workspace);
 
   /// After the backward loop: appends the gradients of keys and values, then of each parameter in
-  /// FusedAttentionParameters::tensors' order. queries [T, B, H]: every step's query.
+  /// FusedAttentionParameters::tensors' order. queries [T, B, H]: every step's query; tokens [N]: the
+  /// steps t * B + b that the decoder ran (PackedRows::tokens), which the products run over.
   void append_input_gradients(torch::autograd::variable_list& out) const;
-  void append_parameter_gradients(torch::autograd::variable_list& out, const torch::Tensor& queries) const;
+  void append_parameter_gradients(torch::autograd::variable_list& out, const torch::Tensor& queries,
+                                  const torch::Tensor& tokens) const;
 
   /// [context; query] of every step [T, B, 2H] (what W_c, or the next layer, reads).
   const torch::Tensor& contexts() const { return contexts_; }

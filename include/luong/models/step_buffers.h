@@ -101,6 +101,15 @@ class PackedRows {
   int64_t kernel_length(int64_t row) const { return kernel_lengths_[static_cast<std::size_t>(row)]; }
   /// [N] int64: real token p is row t * B + j of a [steps, B, ...] buffer in the kernel's row order.
   const torch::Tensor& tokens() const { return tokens_; }
+  /// The real tokens' rows of a [steps, B, ...] buffer in the kernel's row order, packed: [N, ...].
+  torch::Tensor real(const torch::Tensor& buffer) const {
+    return buffer.reshape({steps_ * batch_, -1}).index_select(0, tokens_);
+  }
+  /// The real tokens' rows [N, K] back in a [steps, B, K] buffer, zero at the padding.
+  torch::Tensor unpacked(const torch::Tensor& rows) const {
+    return torch::zeros({steps_ * batch_, rows.size(1)}, rows.options()).index_copy_(0, tokens_, rows).view(
+        {steps_, batch_, rows.size(1)});
+  }
   /// A caller's tensor (batch rows along `dim`) in the kernel's row order, and back.
   torch::Tensor to_kernel(const torch::Tensor& t, int64_t dim = 0) const { return t.index_select(dim, order_); }
   torch::Tensor to_caller(const torch::Tensor& t, int64_t dim = 0) const { return t.index_select(dim, restore_); }
