@@ -9,11 +9,12 @@
 #   bench/bf16_vs_float32.sh [PAIRS=3] [EPOCHS=2] [THREADS=2] [-- EXTRA TRAIN ARGS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pairs=${1:-3}
-epochs=${2:-2}
-threads=${3:-2}
-shift 3 || true
+positional=()  # the leading arguments before "--" (at most 3)
+while (($# > 0)) && [[ $1 != -- ]] && ((${#positional[@]} < 3)); do positional+=("$1"); shift; done
 [[ ${1:-} == -- ]] && shift
+pairs=${positional[0]:-3}
+epochs=${positional[1]:-2}
+threads=${positional[2]:-2}
 luong=$(realpath "${LUONG:-build/luong}")
 corpus=$(realpath ../shared/data/tatoeba-ara-eng/ara-eng.tsv)
 model=(--hidden 512 --embed 512 --layers 2 --bidirectional --tokenizer spm --spm-vocab 8000)
@@ -27,7 +28,8 @@ ratios=()
 for ((i = 1; i <= pairs; i++)); do
   for precision in float32 bf16; do
     "$luong" train --data "$corpus" --epochs "$epochs" --threads "$threads" --no-shuffle --dev-size 0 \
-      --precision "$precision" "${model[@]}" --out "$work/$precision-$i" 2> "$work/$precision-$i.log"
+      --precision "$precision" "${model[@]}" --out "$work/$precision-$i" 2> "$work/$precision-$i.log" ||
+      { tail -3 "$work/$precision-$i.log" >&2; exit 1; }
   done
   a=$(luong_last_rate "$work/float32-$i.log") b=$(luong_last_rate "$work/bf16-$i.log")
   ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", b / a}')")

@@ -13,10 +13,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/luong_log.sh
 source bench/luong_log.sh
-epochs=${1:-3}
-threads=${2:-2}
-shift 2 || true
+positional=()  # the leading arguments before "--" (at most 2)
+while (($# > 0)) && [[ $1 != -- ]] && ((${#positional[@]} < 2)); do positional+=("$1"); shift; done
 [[ ${1:-} == -- ]] && shift
+epochs=${positional[0]:-3}
+threads=${positional[1]:-2}
 luong=$(realpath "${LUONG:-build/luong}")
 python=${LUONG_BENCH_PYTHON:-.venv/bin/python}
 corpus=$(realpath ../shared/data/tatoeba-ara-eng/ara-eng.tsv)
