@@ -39,18 +39,13 @@ using torch::autograd::variable_list;
 // ---- GRU cell: the gate arithmetic of one step, forward and backward side by side --------------
 // gi, gh [B, 3H]: x W_ih^T + b_ih and h W_hh^T + b_hh, gate columns r | z | n.
 // saved [B, 4H]: r | z | n | (h W_hn^T + b_hn), what the backward needs besides h_prev.
-// Rows with active[b] == false (past the sequence's end) keep their state and save nothing.
+// Every row is computed: the callers pass the rows inside their sequences only (PackedRows).
 
 template <typename T>
-[[gnu::always_inline]] inline void gru_cell_forward(const T* gi, const T* gh, const T* h_prev, T* h_next, T* saved, const bool* active, int64_t B,
-                      int64_t H) {
+[[gnu::always_inline]] inline void gru_cell_forward(const T* gi, const T* gh, const T* h_prev, T* h_next, T* saved, int64_t B, int64_t H) {
   for (int64_t b = 0; b < B; ++b) {
     const T* hp = h_prev + b * H;
     T* hn = h_next + b * H;
-    if (active != nullptr && !active[b]) {
-      std::memcpy(hn, hp, sizeof(T) * H);
-      continue;
-    }
     const T* i_row = gi + b * 3 * H;
     const T* h_row = gh + b * 3 * H;
     T* s = saved + b * 4 * H;
@@ -71,19 +66,12 @@ template <typename T>
 // dh [B, H]: gradient of h_next -> dgi, dgh [B, 3H] (overwritten) and dh_prev [B, H] (overwritten
 // with the direct path z * dh; the caller adds dgh W_hh).
 template <typename T>
-[[gnu::always_inline]] inline void gru_cell_backward(const T* dh, const T* saved, const T* h_prev, T* dgi, T* dgh, T* dh_prev, const bool* active,
-                       int64_t B, int64_t H) {
+[[gnu::always_inline]] inline void gru_cell_backward(const T* dh, const T* saved, const T* h_prev, T* dgi, T* dgh, T* dh_prev, int64_t B, int64_t H) {
   for (int64_t b = 0; b < B; ++b) {
     const T* g = dh + b * H;
     T* di = dgi + b * 3 * H;
     T* dhh = dgh + b * 3 * H;
     T* dp = dh_prev + b * H;
-    if (active != nullptr && !active[b]) {
-      std::fill_n(di, 3 * H, T(0));
-      std::fill_n(dhh, 3 * H, T(0));
-      std::memcpy(dp, g, sizeof(T) * H);
-      continue;
-    }
     const T* s = saved + b * 4 * H;
     const T* hp = h_prev + b * H;
 #pragma GCC ivdep
@@ -109,12 +97,12 @@ template <typename T>
 #define LUONG_GATE_CLONES LUONG_X86_CLONES
 #define LUONG_GATE_KERNELS(T)                                                                                  \
   LUONG_GATE_CLONES void gates_forward(const T* gi, const T* gh, const T* h_prev, T* h_next, T* saved,         \
-                                       const bool* active, int64_t B, int64_t H) {                              \
-    gru_cell_forward(gi, gh, h_prev, h_next, saved, active, B, H);                                             \
+                                       int64_t B, int64_t H) {                              \
+    gru_cell_forward(gi, gh, h_prev, h_next, saved, B, H);                                             \
   }                                                                                                            \
   LUONG_GATE_CLONES void gates_backward(const T* dh, const T* saved, const T* h_prev, T* dgi, T* dgh,          \
-                                        T* dh_prev, const bool* active, int64_t B, int64_t H) {                 \
-    gru_cell_backward(dh, saved, h_prev, dgi, dgh, dh_prev, active, B, H);                                     \
+                                        T* dh_prev, int64_t B, int64_t H) {                 \
+    gru_cell_backward(dh, saved, h_prev, dgi, dgh, dh_prev, B, H);                                     \
   }
 LUONG_GATE_KERNELS(float)
 LUONG_GATE_KERNELS(double)
@@ -136,17 +124,12 @@ torch::Tensor to_lengths(const torch::Tensor& lengths) { return lengths.to(torch
 
 // ---- LSTM cell: gates i | f | g | o (PyTorch's order) ---------------------------------------------
 // gi, gh [B, 4H]: x W_ih^T + b_ih and h W_hh^T + b_hh. saved [B, 5H]: i | f | g | o | tanh(c').
-// Rows with active[b] == false keep their state and save nothing.
+// Every row is computed, as for the GRU.
 
 template <typename T>
-[[gnu::always_inline]] inline void lstm_cell_forward(const T* gi, const T* gh, const T* h_prev, const T* c_prev, T* h_next,
-                                                     T* c_next, T* saved, const bool* active, int64_t B, int64_t H) {
+[[gnu::always_inline]] inline void lstm_cell_forward(const T* gi, const T* gh, const T* c_prev, T* h_next,
+                                                     T* c_next, T* saved, int64_t B, int64_t H) {
   for (int64_t b = 0; b < B; ++b) {
-    if (active != nullptr && !active[b]) {
-      std::memcpy(h_next + b * H, h_prev + b * H, sizeof(T) * H);
-      std::memcpy(c_next + b * H, c_prev + b * H, sizeof(T) * H);
-      continue;
-    }
     const T* x = gi + b * 4 * H;
     const T* y = gh + b * 4 * H;
     const T* c = c_prev + b * H;
@@ -176,19 +159,13 @@ template <typename T>
 // dc_prev [B, H] (overwritten). The caller adds dgates W_hh to the previous step's dh.
 template <typename T>
 [[gnu::always_inline]] inline void lstm_cell_backward(const T* dh, const T* dc, const T* saved, const T* c_prev, T* dgates,
-                                                      T* dh_prev, T* dc_prev, const bool* active, int64_t B, int64_t H) {
+                                                      T* dh_prev, T* dc_prev, int64_t B, int64_t H) {
   for (int64_t b = 0; b < B; ++b) {
     const T* g = dh + b * H;
     const T* gc = dc + b * H;
     T* d = dgates + b * 4 * H;
     T* dp = dh_prev + b * H;
     T* dcp = dc_prev + b * H;
-    if (active != nullptr && !active[b]) {
-      std::fill_n(d, 4 * H, T(0));
-      std::memcpy(dp, g, sizeof(T) * H);
-      std::memcpy(dcp, gc, sizeof(T) * H);
-      continue;
-    }
     const T* s = saved + b * 5 * H;
     const T* c = c_prev + b * H;
 #pragma GCC ivdep
@@ -206,13 +183,13 @@ template <typename T>
 }
 
 #define LUONG_LSTM_KERNELS(T)                                                                                    \
-  LUONG_GATE_CLONES void lstm_forward(const T* gi, const T* gh, const T* h_prev, const T* c_prev, T* h_next,       \
-                                      T* c_next, T* saved, const bool* active, int64_t B, int64_t H) {             \
-    lstm_cell_forward(gi, gh, h_prev, c_prev, h_next, c_next, saved, active, B, H);                              \
+  LUONG_GATE_CLONES void lstm_forward(const T* gi, const T* gh, const T* c_prev, T* h_next,                         \
+                                      T* c_next, T* saved, int64_t B, int64_t H) {             \
+    lstm_cell_forward(gi, gh, c_prev, h_next, c_next, saved, B, H);                              \
   }                                                                                                              \
   LUONG_GATE_CLONES void lstm_backward(const T* dh, const T* dc, const T* saved, const T* c_prev, T* dgates,        \
-                                       T* dh_prev, T* dc_prev, const bool* active, int64_t B, int64_t H) {          \
-    lstm_cell_backward(dh, dc, saved, c_prev, dgates, dh_prev, dc_prev, active, B, H);                           \
+                                       T* dh_prev, T* dc_prev, int64_t B, int64_t H) {          \
+    lstm_cell_backward(dh, dc, saved, c_prev, dgates, dh_prev, dc_prev, B, H);                           \
   }
 LUONG_LSTM_KERNELS(float)
 LUONG_LSTM_KERNELS(double)
@@ -275,10 +252,10 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
           const scalar_t* g_in = gi.data_ptr<scalar_t>() + packed.offset(t, block) * G * H;
           scalar_t* z = step_ptr<scalar_t>(saved, k) + first * Z * H;
           if (lstm) {
-            lstm_forward(g_in, gh.data_ptr<scalar_t>(), h_prev, step_ptr<scalar_t>(cells, k) + first * H, h,
-                         step_ptr<scalar_t>(cells, k + 1) + first * H, z, nullptr, n, H);
+            lstm_forward(g_in, gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(cells, k) + first * H, h,
+                         step_ptr<scalar_t>(cells, k + 1) + first * H, z, n, H);
           } else {
-            gates_forward(g_in, gh.data_ptr<scalar_t>(), h_prev, h, z, nullptr, n, H);
+            gates_forward(g_in, gh.data_ptr<scalar_t>(), h_prev, h, z, n, H);
           }
           std::memcpy(step_ptr<scalar_t>(outputs, t) + first * H, h, sizeof(scalar_t) * n * H);
         }
@@ -347,11 +324,11 @@ struct RecurrentSequenceFunction : torch::autograd::Function<RecurrentSequenceFu
             std::memcpy(dc_step.data_ptr<scalar_t>() + n * H, dc.data_ptr<scalar_t>() + n * H,
                         sizeof(scalar_t) * (rows - n) * H);
             lstm_backward(g, dc.data_ptr<scalar_t>(), z, step_ptr<scalar_t>(cells, k) + first * H, dgates,
-                          dh_step.data_ptr<scalar_t>(), dc_step.data_ptr<scalar_t>(), nullptr, n, H);
+                          dh_step.data_ptr<scalar_t>(), dc_step.data_ptr<scalar_t>(), n, H);
             std::swap(dc, dc_step);
           } else {
             gates_backward(g, z, step_ptr<scalar_t>(states, k) + first * H, dgates, dgates_h.data_ptr<scalar_t>(),
-                           dh_step.data_ptr<scalar_t>(), nullptr, n, H);
+                           dh_step.data_ptr<scalar_t>(), n, H);
           }
           products.add_mm_(dh_active, dgates_h, w_hh);
           std::swap(dh, dh_step);
@@ -478,12 +455,12 @@ struct DecoderStack {
       scalar_t* h = step_ptr<scalar_t>(states[l], t + 1) + first * H;
       scalar_t* z = step_ptr<scalar_t>(saved[l], t) + first * Z * H;
       if (lstm) {
-        lstm_forward(gi.data_ptr<scalar_t>(), gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states[l], t) + first * H,
+        lstm_forward(gi.data_ptr<scalar_t>(), gh.data_ptr<scalar_t>(),
                      step_ptr<scalar_t>(cells[l], t) + first * H, h, step_ptr<scalar_t>(cells[l], t + 1) + first * H, z,
-                     nullptr, rows, H);
+                     rows, H);
       } else {
         gates_forward(gi.data_ptr<scalar_t>(), gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(states[l], t) + first * H, h,
-                      z, nullptr, rows, H);
+                      z, rows, H);
       }
     }
   }
@@ -528,12 +505,12 @@ struct DecoderStack {
       if (lstm) {
         lstm_backward(step_grad, c.dc[l].data_ptr<scalar_t>(), z, step_ptr<scalar_t>(cells[l], t) + first * H,
                       step_ptr<scalar_t>(dgi[l], t) + first * G * H, c.dh[l].data_ptr<scalar_t>(),
-                      c.dc_step.data_ptr<scalar_t>(), nullptr, rows, H);
+                      c.dc_step.data_ptr<scalar_t>(), rows, H);
         c.dc[l].copy_(c.dc_step);
       } else {
         gates_backward(step_grad, z, step_ptr<scalar_t>(states[l], t) + first * H,
                        step_ptr<scalar_t>(dgi[l], t) + first * G * H, step_ptr<scalar_t>(dgh[l], t) + first * G * H,
-                       c.dh[l].data_ptr<scalar_t>(), nullptr, rows, H);
+                       c.dh[l].data_ptr<scalar_t>(), rows, H);
       }
       products.add_mm_(c.dh[l], step_rows(dgh[l], t, B, first, rows), w_hh[l]);
       if (l > 0) {
