@@ -2,19 +2,21 @@
 # The shape of Luong et al.'s Table 4 at the recipe's sizes: every score (dot, general, concat,
 # location) with global, local-m and local-p attention, for both decoders, everything else the recipe
 # (scripts/recipe.sh), per direction and seed. Prints the grid of test BLEU / chrF (beam 5, best
-# dev-BLEU weights; the mean over the seeds that have run) as Markdown. A run whose directory holds a
-# finished evaluation is reused, so the grid can be filled over several sittings; cells not run yet
-# print "-".
+# dev-BLEU weights; the mean over the seeds that have run, with the BLEU's standard deviation over
+# them) as Markdown. Cells not run yet print "-".
 #
 #   scripts/table4.sh [SEEDS="1"] [DIRECTIONS="ar-en en-ar"] [DECODERS="luong bahdanau"]
 #
-# Two protocols, each in its own directory so that their cells never share a grid:
+# Every finished cell appends one line (its scores, the commit luong was built from, the date) to a
+# ledger kept in git, docs/table4/<protocol>.tsv, and a cell with a line there is not run again: the
+# grid fills over several sittings and machines (runs/ is not kept), and the printed grid is the
+# ledger's. Two protocols, each with its own ledger and run directory:
 #   TABLE4_EPOCHS=N  every cell trains exactly N epochs, as the paper compares its variants (after the
 #                    same training, whatever each costs); the result does not depend on the machine's
 #                    speed or load, so TABLE4_JOBS=J runs J cells at once, each on nproc / J threads.
 #   otherwise        every cell trains for RECIPE_SECONDS (default 450, the recipe's budget) on all
 #                    cores, one at a time: what each variant reaches in the same time.
-# TABLE4_PRINT_ONLY=1 prints what has run without training.
+# TABLE4_PRINT_ONLY=1 prints the ledger's grid without training.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds=${1:-1}
@@ -24,14 +26,35 @@ scores=(dot general concat location)
 attentions=(global local-m local-p)
 parallel=1 threads="" budget=()
 if [[ -n ${TABLE4_EPOCHS:-} ]]; then
-  root=runs/table4-${TABLE4_EPOCHS}ep
+  protocol=${TABLE4_EPOCHS}ep
   parallel=${TABLE4_JOBS:-1}
   threads=$(( $(nproc) / parallel > 0 ? $(nproc) / parallel : 1 ))
   budget=(--epochs "$TABLE4_EPOCHS" --max-time 0 --threads "$threads")
 else
-  root=runs/table4-${RECIPE_SECONDS:-450}s
+  protocol=${RECIPE_SECONDS:-450}s
 fi
-mkdir -p "$root"
+root=runs/table4-$protocol
+ledger=docs/table4/$protocol.tsv
+mkdir -p "$root" docs/table4
+if [[ ! -s $ledger ]]; then
+  printf 'direction\tseed\tdecoder\tattention\tscore\tbleu\tchrf\tbuild\tdate\n' > "$ledger"
+fi
+# The source luong was built from (LUONG=path for another binary: say which in TABLE4_BUILD): the last
+# commit that changed it, "-dirty" when the working tree differs.
+sources=(CMakeLists.txt cmake include src models training evaluation data_pipeline run util)
+build=${TABLE4_BUILD:-$(git log -1 --format=%h -- "${sources[@]}")}
+[[ -n ${TABLE4_BUILD:-} ]] || git diff --quiet HEAD -- "${sources[@]}" || build+=-dirty
+
+in_ledger() {  # DIRECTION SEED DECODER ATTENTION SCORE -> status 0 when the cell has a line
+  awk -F'\t' -v key="$1 $2 $3 $4 $5" '$1" "$2" "$3" "$4" "$5 == key { found = 1 } END { exit !found }' "$ledger"
+}
+
+record() {  # EVALUATION_JSON DIRECTION SEED DECODER ATTENTION SCORE: appends the cell's line
+  local scores
+  scores=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print("%.2f\t%.2f" % (r["bleu"], r["chrf"]))' "$1")
+  # One short write per line: the cells that run at once append without interleaving.
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$5" "$6" "$scores" "$build" "$(date -u +%F)" >> "$ledger"
+}
 
 attention_flags() {  # ATTENTION SCORE -> luong train flags
   if [[ $1 == global ]]; then echo "--attention $2"; else echo "--attention $1 --score $2"; fi
@@ -44,11 +67,11 @@ if [[ -z ${TABLE4_PRINT_ONLY:-} ]]; then
         for attention in "${attentions[@]}"; do
           for score in "${scores[@]}"; do
             out=$root/$direction-s$seed-$decoder-$attention-$score
-            [[ -s $out.json ]] && continue
+            in_ledger "$direction" "$seed" "$decoder" "$attention" "$score" && continue
             # The recipe itself is the Luong decoder's global/general cell (scripts/recipe-seeds.sh).
             if [[ -z ${TABLE4_EPOCHS:-} && $decoder/$attention/$score == luong/global/general &&
                   ${RECIPE_SECONDS:-450} == 450 && -s runs/recipe/$direction-s$seed.json ]]; then
-              cp "runs/recipe/$direction-s$seed.json" "$out.json"
+              record "runs/recipe/$direction-s$seed.json" "$direction" "$seed" "$decoder" "$attention" "$score"
               continue
             fi
             while (($(jobs -rp | wc -l) >= parallel)); do wait -n || true; done
@@ -56,7 +79,9 @@ if [[ -z ${TABLE4_PRINT_ONLY:-} ]]; then
               # shellcheck disable=SC2046
               LUONG_THREADS=$threads scripts/recipe.sh "$direction" "$seed" "$out" --decoder "$decoder" \
                 $(attention_flags "$attention" "$score") "${budget[@]}" > "$out.json.tmp" &&
-                mv "$out.json.tmp" "$out.json" && echo "table4: $out done" >&2
+                mv "$out.json.tmp" "$out.json" &&
+                record "$out.json" "$direction" "$seed" "$decoder" "$attention" "$score" &&
+                echo "table4: $out done" >&2
             ) &
           done
         done
@@ -66,25 +91,33 @@ if [[ -z ${TABLE4_PRINT_ONLY:-} ]]; then
   wait
 fi
 
-.venv/bin/python - "$root" "$seeds" "$directions" "$decoders" <<'PY'
-import json, os, statistics, sys
-root, seeds, directions, decoders = sys.argv[1], *[a.split() for a in sys.argv[2:5]]
+python3 - "$ledger" "$seeds" "$directions" "$decoders" <<'PY'
+import csv, statistics, sys
+ledger, seeds, directions, decoders = sys.argv[1], *[a.split() for a in sys.argv[2:5]]
 scores = ["dot", "general", "concat", "location"]
+cells = {}
+with open(ledger) as lines:
+    for row in csv.DictReader((l for l in lines if not l.startswith("#")), delimiter="\t"):
+        if row["seed"] in seeds:
+            key = (row["direction"], row["decoder"], row["attention"], row["score"])
+            cells.setdefault(key, []).append((float(row["bleu"]), float(row["chrf"])))
 for direction in directions:
-    print(f"\n{direction}, {root}, test BLEU / chrF (mean over the seeds run of {', '.join(seeds)}):\n")
+    print(f"\n{direction}, {ledger}, test BLEU (± its standard deviation over the seeds) / chrF, "
+          f"means over the seeds run of {', '.join(seeds)}:\n")
     print("| decoder | attention | " + " | ".join(scores) + " |")
     print("|---|---|" + "---|" * len(scores))
     for decoder in decoders:
         for attention in ["global", "local-m", "local-p"]:
-            cells = []
+            row = []
             for score in scores:
-                runs = [f"{root}/{direction}-s{seed}-{decoder}-{attention}-{score}.json" for seed in seeds]
-                results = [json.load(open(r)) for r in runs if os.path.exists(r) and os.path.getsize(r) > 0]
+                results = cells.get((direction, decoder, attention, score), [])
                 if not results:
-                    cells.append("-")
+                    row.append("-")
                     continue
-                bleu = statistics.mean(r["bleu"] for r in results)
-                chrf = statistics.mean(r["chrf"] for r in results)
-                cells.append(f"{bleu:.2f} / {chrf:.2f}" + (f" ({len(results)})" if len(results) != len(seeds) else ""))
-            print(f"| {decoder} | {attention} | " + " | ".join(cells) + " |")
+                bleu = statistics.mean(b for b, _ in results)
+                chrf = statistics.mean(c for _, c in results)
+                spread = f" ± {statistics.stdev(b for b, _ in results):.2f}" if len(results) > 1 else ""
+                missing = f" ({len(results)} seeds)" if len(results) != len(seeds) else ""
+                row.append(f"{bleu:.2f}{spread} / {chrf:.2f}{missing}")
+            print(f"| {decoder} | {attention} | " + " | ".join(row) + " |")
 PY
