@@ -11,6 +11,9 @@ Each product's forward and its two backward products (input gradient: the same k
 gradient: a whole-batch product) are weighted by the operations a real token costs (the count of
 bench/seq2seq_reference.py's model_flops), and the rates combine as total operations over total time:
 the rate the step would reach if it did nothing but multiply. GRU cells (3 gates), as the reference.
+--split columns times the per-step products the other way a step could share them out, each thread
+taking every row and N / threads of the columns ([batch, K] x [K, N / threads] on one core each): the
+kernels do not do this today; it measures what they would gain.
 
     python bench/matmul_rate.py --hidden 512 --embed 512 --layers 2 --bidirectional --vocab 3300 \
         --batch 32 --source-length 9 --target-length 9 --threads 2
@@ -40,7 +43,7 @@ def products(args):
     h, e, v = args.hidden, args.embed, args.vocab
     g = 3 * h
     d = 2 if args.bidirectional else 1
-    rows = -(-args.batch // args.threads)
+    rows = -(-args.batch // args.threads) if args.split == "rows" else args.batch
     src, tgt = args.batch * args.source_length, args.batch * args.target_length
     out = []
     for layer in range(args.layers):
@@ -71,6 +74,8 @@ def main():
     ap.add_argument("--source-length", type=float, default=9.0, help="mean real source tokens per sentence")
     ap.add_argument("--target-length", type=float, default=9.0, help="mean real target tokens per sentence")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--split", choices=["rows", "columns"], default="rows",
+                    help="how a step's products are shared among the threads (the kernels: rows)")
     args = ap.parse_args()
     per_sentence = {"source": args.source_length, "target": args.target_length}
     for dtype in (torch.float32, torch.bfloat16):
@@ -81,15 +86,20 @@ def main():
             scale = args.threads if kind == "step" else 1
             m_int = max(1, int(round(m)))
             rows_whole = max(1, int(round(args.batch * per_sentence[side])))
-            forward = rate(m_int, k, n, dtype, threads) * scale
-            input_grad = rate(m_int, n, k, dtype, threads) * scale
+            # A thread's share of a per-step product's columns: the output's (forward), the input's
+            # (input gradient).
+            n_share, k_share = n, k
+            if kind == "step" and args.split == "columns":
+                n_share, k_share = -(-n // args.threads), -(-k // args.threads)
+            forward = rate(m_int, k, n_share, dtype, threads) * scale
+            input_grad = rate(m_int, n, k_share, dtype, threads) * scale
             weight_grad = rate(n, rows_whole, k, dtype, args.threads)
             ops = 2.0 * k * n * copies * per_sentence[side]  # per sentence, each of the three products
             total_ops += 3 * ops
             total_time += ops / forward + ops / input_grad + ops / weight_grad
-            print(f"  {name:24s} {kind:5s} [{m_int}, {k}] x [{k}, {n}]  {forward:7.1f} / {input_grad:7.1f} / {weight_grad:7.1f}")
+            print(f"  {name:24s} {kind:5s} [{m_int}, {k}] x [{k}, {n_share}]  {forward:7.1f} / {input_grad:7.1f} / {weight_grad:7.1f}")
         print(f"{dtype} products at these shapes, weighted by their share of the step: "
-              f"{total_ops / total_time:.1f} GFLOP/s on {args.threads} threads")
+              f"{total_ops / total_time:.1f} GFLOP/s on {args.threads} threads (per-step products split by {args.split})")
 
 
 if __name__ == "__main__":

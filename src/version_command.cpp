@@ -10,6 +10,7 @@
 #include <string>
 
 #include "luong/cli/commands.h"
+#include "luong/models/matrix_products.h"
 #include "luong/util/threads.h"
 
 namespace luong::cli {
@@ -51,6 +52,17 @@ int version_command(int, char**) {
               available_cores(), at::get_num_interop_threads(), at::get_parallel_info().find("MKL") != std::string::npos
                                                                       ? "BLAS: MKL, in LibTorch's OpenMP pool"
                                                                       : "BLAS: see at::get_parallel_info()");
+  const char* float32 = "MKL";
+  switch (models::float32_products()) {
+    case models::Float32Products::kMkl: float32 = "MKL (LUONG_FLOAT32_PRODUCTS=mkl)"; break;
+    case models::Float32Products::kOneDnn: float32 = "oneDNN (LUONG_FLOAT32_PRODUCTS=onednn)"; break;
+    case models::Float32Products::kAuto:
+      float32 = models::onednn_float32_is_faster_here()
+                    ? "oneDNN from a million multiply-adds, MKL below (auto: AMD with AVX-512)"
+                    : "MKL (auto)";
+      break;
+  }
+  std::printf("fused kernels' float32 products: %s\n", float32);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "luong/models/fused_recurrence.h"
 #include "luong/models/global_attention.h"
 #include "luong/models/luong_decoder.h"
+#include "luong/models/matrix_products.h"
 #include "luong/models/precision.h"
 #include "luong/models/predictive_alignment_attention.h"
 #include "luong/models/seq2seq.h"
@@ -164,17 +165,80 @@ TEST_P(FusedRecurrenceTest, MatchesFiniteDifferences) {
   }
 }
 
-TEST_P(FusedRecurrenceTest, MatchesTheModulePathInFloat) {
-  Seq2Seq model = make_model(GetParam(), torch::kFloat);
-  const Batch batch = padded_batch();
-  const LossAndGradients fused = run(model, true, batch);
-  const LossAndGradients modules = run(model, false, batch);
+// Float32: the loss and every gradient within 1e-5 of the module path's (relative to its largest).
+void expect_within_float_rounding(const LossAndGradients& fused, const LossAndGradients& modules) {
   EXPECT_NEAR(fused.loss, modules.loss, 1e-5 * std::abs(modules.loss));
   for (std::size_t i = 0; i < fused.gradients.size(); ++i) {
     const torch::Tensor& m = modules.gradients[i].second;
     EXPECT_LE((fused.gradients[i].second - m).abs().max().item<double>(), 1e-5 * m.abs().max().item<double>())
         << fused.gradients[i].first;
   }
+}
+
+TEST_P(FusedRecurrenceTest, MatchesTheModulePathInFloat) {
+  Seq2Seq model = make_model(GetParam(), torch::kFloat);
+  const Batch batch = padded_batch();
+  const LossAndGradients fused = run(model, true, batch);
+  const LossAndGradients modules = run(model, false, batch);
+  expect_within_float_rounding(fused, modules);
+}
+
+// oneDNN for every float32 product of the fused kernels (LUONG_FLOAT32_PRODUCTS=onednn; `auto` gives
+// it the large ones on AMD processors with AVX-512): the module path's loss and gradients, which MKL
+// computes, and the products really ran in oneDNN.
+TEST_P(FusedRecurrenceTest, OneDnnFloat32ProductsMatchTheModulePath) {
+  Seq2Seq model = make_model(GetParam(), torch::kFloat);
+  const Batch batch = padded_batch();
+  const LossAndGradients modules = run(model, false, batch);
+  const Float32Products before = float32_products();
+  set_float32_products(Float32Products::kOneDnn);
+  const int64_t products_before = onednn_float32_products_run();
+  const LossAndGradients fused = run(model, true, batch);
+  const int64_t products = onednn_float32_products_run() - products_before;
+  set_float32_products(before);
+  EXPECT_GT(products, 0) << "no product ran in oneDNN";
+  expect_within_float_rounding(fused, modules);
+}
+
+// Every MatrixProducts operation through oneDNN equals MKL's: into a block of rows of a wider buffer,
+// with a transposed weight, accumulating; and `auto` sends a shape below a million multiply-adds to MKL.
+TEST(MatrixProductsTest, OneDnnEqualsMklForEveryOperation) {
+  torch::manual_seed(5);
+  const torch::Tensor a = torch::randn({48, 160}), weight = torch::randn({96, 160}), bias = torch::randn({96});
+  const torch::Tensor b = weight.t();  // [160, 96], as the kernels pass nn.Linear's weights
+  const torch::Tensor start = torch::randn({48, 96});
+  const auto all = [&](Float32Products choice) {
+    set_float32_products(choice);
+    const MatrixProducts products;
+    std::vector<torch::Tensor> out;
+    out.push_back(products.mm(a, b));
+    out.push_back(products.addmm(bias, a, b));
+    torch::Tensor wide = torch::zeros({48, 128});
+    torch::Tensor block = wide.narrow(1, 16, 96);  // rows of unit column stride, 128 apart
+    products.addmm_out(block, bias, a, b);
+    out.push_back(wide.clone());
+    products.mm_out(block, a, b);
+    out.push_back(wide.clone());
+    torch::Tensor sum = start.clone();
+    products.add_mm_(sum, a, b);
+    out.push_back(sum);
+    return out;
+  };
+  const Float32Products before = float32_products();
+  const std::vector<torch::Tensor> mkl = all(Float32Products::kMkl);
+  const int64_t products_before = onednn_float32_products_run();
+  const std::vector<torch::Tensor> onednn = all(Float32Products::kOneDnn);
+  EXPECT_EQ(onednn_float32_products_run() - products_before, 5);
+  set_float32_products(Float32Products::kAuto);
+  const int64_t auto_before = onednn_float32_products_run();
+  const torch::Tensor small = MatrixProducts{}.mm(a, b);  // 48 x 160 x 96: 0.7 million multiply-adds
+  EXPECT_EQ(onednn_float32_products_run(), auto_before);
+  EXPECT_TRUE(torch::equal(small, mkl[0]));
+  set_float32_products(before);
+  for (std::size_t i = 0; i < mkl.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(onednn[i], mkl[i], 1e-5, 1e-4)) << "operation " << i;
+  }
+  EXPECT_TRUE(torch::allclose(onednn[2].narrow(1, 0, 16), torch::zeros({48, 16}))) << "wrote outside its block";
 }
 
 // Counts the matrix products with bf16 operands, on every thread (the kernels' products run on the

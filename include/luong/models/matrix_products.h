@@ -2,12 +2,39 @@
 // The matrix products of the fused CPU kernels: in the operands' own dtype, or under bf16 precision
 // (models/precision.h) with bf16 operands. LibTorch runs bf16 products through oneDNN, which
 // accumulates in float32; the kernels take each result back to float32 for the gate, softmax and
-// loss arithmetic, which never leaves float32.
+// loss arithmetic, which never leaves float32. Float32 products run through MKL (LibTorch's mm) or
+// oneDNN, whichever Float32Products says.
 #include <torch/torch.h>
+
+#include <cstdint>
 
 #include "luong/models/precision.h"
 
 namespace luong::models {
+
+/// Which library multiplies the fused kernels' float32 matrices on the CPU.
+///   kAuto    oneDNN on AMD processors with AVX-512, for the shapes that pay for its per-call cost
+///            (MKL runs its AVX2 kernels there: oneDNN's AVX-512 ones are 1.4-2.5x as fast on Zen 5),
+///            MKL elsewhere and for the small per-step products;
+///   kMkl     always MKL, as LibTorch's own mm;
+///   kOneDnn  oneDNN for every product it can take, whatever its size (the tests use it).
+/// The default is LUONG_FLOAT32_PRODUCTS (auto, mkl or onednn), else kAuto. Products in double, on
+/// CUDA or with bf16 operands never change library.
+enum class Float32Products { kAuto, kMkl, kOneDnn };
+Float32Products float32_products();
+void set_float32_products(Float32Products choice);
+/// Whether `auto` would choose oneDNN on this processor.
+bool onednn_float32_is_faster_here();
+/// The float32 products oneDNN has run in this process (for tests and benchmarks to see it ran).
+int64_t onednn_float32_products_run();
+
+namespace detail {
+/// Whether a b (into `out`, when given: its rows must have unit column stride) goes to oneDNN under
+/// the current choice.
+bool use_onednn(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& out = {});
+/// out = a b, or out += a b when `accumulate`, by oneDNN (out: rows of unit column stride).
+void onednn_mm(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, bool accumulate);
+}  // namespace detail
 
 struct MatrixProducts {
   bool bf16 = false;
@@ -17,15 +44,26 @@ struct MatrixProducts {
 
   /// a b, in float32 under bf16.
   torch::Tensor mm(const torch::Tensor& a, const torch::Tensor& b) const {
-    return bf16 ? to_bf16(a).mm(to_bf16(b)).to(torch::kFloat) : a.mm(b);
+    if (bf16) return to_bf16(a).mm(to_bf16(b)).to(torch::kFloat);
+    if (!detail::use_onednn(a, b)) return a.mm(b);
+    torch::Tensor out = torch::empty({a.size(0), b.size(1)}, a.options());
+    detail::onednn_mm(out, a, b, false);
+    return out;
   }
   /// bias + a b (bias broadcast over the rows, or a matrix of a's shape).
   torch::Tensor addmm(const torch::Tensor& bias, const torch::Tensor& a, const torch::Tensor& b) const {
-    return bf16 ? torch::add(bias, to_bf16(a).mm(to_bf16(b))) : torch::addmm(bias, a, b);
+    if (bf16) return torch::add(bias, to_bf16(a).mm(to_bf16(b)));
+    if (!detail::use_onednn(a, b)) return torch::addmm(bias, a, b);
+    torch::Tensor out = bias.expand({a.size(0), b.size(1)}).contiguous();
+    detail::onednn_mm(out, a, b, true);
+    return out;
   }
   void addmm_out(torch::Tensor& out, const torch::Tensor& bias, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
       torch::add_out(out, bias, to_bf16(a).mm(to_bf16(b)));
+    } else if (detail::use_onednn(a, b, out)) {
+      out.copy_(bias.expand_as(out));
+      detail::onednn_mm(out, a, b, true);
     } else {
       torch::addmm_out(out, bias, a, b);
     }
@@ -33,6 +71,8 @@ struct MatrixProducts {
   void mm_out(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
       out.copy_(to_bf16(a).mm(to_bf16(b)));
+    } else if (detail::use_onednn(a, b, out)) {
+      detail::onednn_mm(out, a, b, false);
     } else {
       torch::mm_out(out, a, b);
     }
@@ -41,6 +81,8 @@ struct MatrixProducts {
   void add_mm_(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
       out.add_(to_bf16(a).mm(to_bf16(b)));
+    } else if (detail::use_onednn(a, b, out)) {
+      detail::onednn_mm(out, a, b, true);
     } else {
       out.addmm_(a, b);
     }
