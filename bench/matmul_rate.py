@@ -25,15 +25,26 @@ import time
 import torch
 
 
-def rate(m, k, n, dtype, threads, seconds=0.3):
+def rate(m, k, n, dtype, threads, library="mkl", seconds=0.3):
+    """GFLOP/s of [m, k] x [k, n]: LibTorch's mm (MKL for float32, oneDNN for bf16), or oneDNN's
+    float32 kernels (library "onednn": its inner product on oneDNN tensors, as luong's float32
+    products on AMD processors with AVX-512), or the faster of the two ("best")."""
+    if library == "best":
+        return max(rate(m, k, n, dtype, threads, "mkl", seconds), rate(m, k, n, dtype, threads, "onednn", seconds))
     torch.set_num_threads(threads)
     a = torch.randn(m, k).to(dtype)
-    b = torch.randn(n, k).to(dtype).t()  # weights are stored [out, in], as nn.Linear's
+    weight = torch.randn(n, k).to(dtype)  # stored [out, in], as nn.Linear's
+    if library == "onednn" and dtype == torch.float32:
+        a, weight = a.to_mkldnn(), weight.to_mkldnn()
+        product = lambda: torch._C._nn.mkldnn_linear(a, weight)
+    else:
+        b = weight.t()
+        product = lambda: a @ b
     for _ in range(5):
-        a @ b
+        product()
     reps, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
-        a @ b
+        product()
         reps += 1
     return 2.0 * m * k * n * reps / (time.perf_counter() - start) / 1e9
 
@@ -76,6 +87,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--split", choices=["rows", "columns"], default="rows",
                     help="how a step's products are shared among the threads (the kernels: rows)")
+    ap.add_argument("--library", choices=["mkl", "onednn", "best"], default="mkl",
+                    help="float32 products: LibTorch's mm (MKL), oneDNN's kernels, or the faster per shape")
     args = ap.parse_args()
     per_sentence = {"source": args.source_length, "target": args.target_length}
     for dtype in (torch.float32, torch.bfloat16):
@@ -91,15 +104,15 @@ def main():
             n_share, k_share = n, k
             if kind == "step" and args.split == "columns":
                 n_share, k_share = -(-n // args.threads), -(-k // args.threads)
-            forward = rate(m_int, k, n_share, dtype, threads) * scale
-            input_grad = rate(m_int, n, k_share, dtype, threads) * scale
-            weight_grad = rate(n, rows_whole, k, dtype, args.threads)
+            forward = rate(m_int, k, n_share, dtype, threads, args.library) * scale
+            input_grad = rate(m_int, n, k_share, dtype, threads, args.library) * scale
+            weight_grad = rate(n, rows_whole, k, dtype, args.threads, args.library)
             ops = 2.0 * k * n * copies * per_sentence[side]  # per sentence, each of the three products
             total_ops += 3 * ops
             total_time += ops / forward + ops / input_grad + ops / weight_grad
             print(f"  {name:24s} {kind:5s} [{m_int}, {k}] x [{k}, {n_share}]  {forward:7.1f} / {input_grad:7.1f} / {weight_grad:7.1f}")
         print(f"{dtype} products at these shapes, weighted by their share of the step: "
-              f"{total_ops / total_time:.1f} GFLOP/s on {args.threads} threads (per-step products split by {args.split})")
+              f"{total_ops / total_time:.1f} GFLOP/s on {args.threads} threads (per-step products split by {args.split}, float32 by {args.library})")
 
 
 if __name__ == "__main__":
