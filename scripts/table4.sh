@@ -117,7 +117,7 @@ for direction in directions:
                 bleu = statistics.mean(b for b, _ in results)
                 chrf = statistics.mean(c for _, c in results)
                 spread = f" ± {statistics.stdev(b for b, _ in results):.2f}" if len(results) > 1 else ""
-                missing = f" ({len(results)} seeds)" if len(results) != len(seeds) else ""
+                missing = f" ({len(results)} of {len(seeds)} seeds)" if len(results) != len(seeds) else ""
                 row.append(f"{bleu:.2f}{spread} / {chrf:.2f}{missing}")
             print(f"| {decoder} | {attention} | " + " | ".join(row) + " |")
 PY
