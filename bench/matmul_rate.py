@@ -29,6 +29,8 @@ def rate(m, k, n, dtype, threads, library="mkl", seconds=0.3):
     """GFLOP/s of [m, k] x [k, n]: LibTorch's mm (MKL for float32, oneDNN for bf16), or oneDNN's
     float32 kernels (library "onednn": its inner product on oneDNN tensors, as luong's float32
     products on AMD processors with AVX-512), or the faster of the two ("best")."""
+    if dtype != torch.float32:
+        library = "mkl"  # LibTorch's mm runs bf16 in oneDNN already
     if library == "best":
         return max(rate(m, k, n, dtype, threads, "mkl", seconds), rate(m, k, n, dtype, threads, "onednn", seconds))
     torch.set_num_threads(threads)

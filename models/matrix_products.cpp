@@ -9,10 +9,6 @@
 
 #include "luong/util/error.h"
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
-#endif
-
 #if AT_MKLDNN_ENABLED()
 namespace at::native {
 // LibTorch's oneDNN matrix product (ATen/native/mkldnn/Matmul.cpp, exported by libtorch_cpu but not
@@ -41,13 +37,7 @@ std::atomic<int64_t> onednn_products{0};
 
 bool amd_with_avx512() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return false;
-  char vendor[13] = {};
-  std::memcpy(vendor, &ebx, 4);
-  std::memcpy(vendor + 4, &edx, 4);
-  std::memcpy(vendor + 8, &ecx, 4);
-  return std::strcmp(vendor, "AuthenticAMD") == 0 && __builtin_cpu_supports("avx512f");
+  return __builtin_cpu_is("amd") && __builtin_cpu_supports("avx512f");
 #else
   return false;
 #endif
@@ -66,7 +56,10 @@ bool row_major(const torch::Tensor& t) { return t.stride(1) == 1 && t.stride(0) 
 
 // LibTorch's oneDNN product copies any other operand layout first (MKL reads strided operands as
 // they are): a column slice of a wider buffer would pay a copy per product.
-bool dense_or_transposed(const torch::Tensor& t) { return t.is_contiguous() || t.t().is_contiguous(); }
+// From the strides: called for every product, where t.t() would allocate a view each time.
+bool dense_or_transposed(const torch::Tensor& t) {
+  return t.is_contiguous() || (t.stride(0) == 1 && t.stride(1) == t.size(0));
+}
 
 }  // namespace
 
