@@ -150,24 +150,38 @@ TEST(CliTest, ResumeGivesTheParametersOfAnUninterruptedRun) {
   EXPECT_EQ(loss_curve(straight), loss_curve(halves));
 }
 
-TEST(CliTest, SigintSavesMidEpochAndResumeMatchesAnUninterruptedRun) {
-  const std::string straight = temp_run("sigint_straight");
-  const std::string interrupted = temp_run("sigint_interrupted");
-  const std::string args = kSmall + "--epochs 40 --dev-size 0 --out ";
-  ASSERT_EQ(run("train " + args + straight).status, 0);
+// Trains `args` straight through and again with a SIGINT after the first checkpoint, then resumes the
+// interrupted run; returns the interrupted run's state.json as the signal left it.
+Json interrupt_and_resume(const std::string& name, const std::string& args, int epochs) {
+  const std::string straight = temp_run(name + "_straight");
+  const std::string interrupted = temp_run(name + "_interrupted");
+  const std::string train = "train " + args + "--epochs " + std::to_string(epochs) + " --dev-size 0 --out ";
+  EXPECT_EQ(run(train + straight).status, 0);
 
-  // Start the same run, wait for its first checkpoint, then interrupt it mid-training.
-  test::Subprocess training("train " + args + interrupted, interrupted + ".log");
+  test::Subprocess training(train + interrupted, interrupted + ".log");
   for (int i = 0; i < 3000 && !fs::exists(interrupted + "/checkpoint/state.json"); ++i) ::usleep(10000);
   training.signal(SIGINT);
-  ASSERT_EQ(training.wait(), 130) << "the run ended before the signal arrived\n" << training.output();
+  EXPECT_EQ(training.wait(), 130) << "the run ended before the signal arrived\n" << training.output();
   const Json state = Json::parse(read_file(interrupted + "/checkpoint/state.json"));
-  EXPECT_LT(state.at("epoch").get<int>(), 40);
+  EXPECT_LT(state.at("epoch").get<int>(), epochs);
 
   const CommandResult resumed = run("train --resume --threads 1 --out " + interrupted);
-  ASSERT_EQ(resumed.status, 0) << resumed.out;
+  EXPECT_EQ(resumed.status, 0) << resumed.out;
   EXPECT_TRUE(same_weights(straight + "/model.pt", interrupted + "/model.pt"));
   EXPECT_EQ(loss_curve(straight), loss_curve(interrupted));
+  return state;
+}
+
+TEST(CliTest, SigintSavesMidEpochAndResumeMatchesAnUninterruptedRun) {
+  interrupt_and_resume("sigint", kSmall, 40);
+}
+
+// With one batch an epoch, every SIGINT comes with an epoch's last batch: the epoch ends as usual
+// (its checkpoint resumes at the next epoch) instead of saving an epoch with no batch left to run.
+TEST(CliTest, SigintOnAnEpochsLastBatchEndsTheEpoch) {
+  const Json state = interrupt_and_resume("sigint_last_batch", kSmall + "--batch 256 ", 30);
+  EXPECT_EQ(state.at("batches_done").get<int>(), 0);
+  EXPECT_GE(state.at("epoch").get<int>(), 1);
 }
 
 TEST(CliTest, ConfigReRunsAnExperimentBitForBit) {

@@ -275,7 +275,8 @@ void save_interrupted(Session& s, std::int64_t epoch, std::size_t batch, LossMet
 
 struct EpochOutcome {
   EpochRecord record;
-  bool interrupted = false;
+  bool complete = true;      ///< every batch applied: the epoch's end (dev, checkpoint) is due
+  bool interrupted = false;  ///< SIGINT; when complete, it came with the epoch's last batch
 };
 
 // One epoch's batches, from where the checkpoint left off.
@@ -289,6 +290,7 @@ EpochOutcome run_epoch(Session& s, std::int64_t epoch, TrainStep& step) {
   LossMeter loss(s.state.partial_loss, s.state.partial_weight, s.runtime.device);
   std::int64_t tokens_done = s.state.partial_tokens, timed_tokens = 0;
   const auto start = std::chrono::steady_clock::now();
+  bool interrupted_at_end = false;
   for (std::size_t i = static_cast<std::size_t>(s.state.batches_done); i < plan.size(); ++i) {
     const std::int64_t batch_tokens = target_tokens(plan[i]);
     set_learning_rate(*s.optimizer, learning_rate(s.config, epoch, s.state));
@@ -311,11 +313,13 @@ EpochOutcome run_epoch(Session& s, std::int64_t epoch, TrainStep& step) {
       std::snprintf(detail, sizeof detail, "loss %.4f", loss.mean());
       return std::string(detail);
     });
-    if (result.interrupted) {
+    // A stop on the last batch ends the epoch as usual: a checkpoint cannot resume an epoch with no batch left.
+    if (result.interrupted && i + 1 < plan.size()) {
       progress.finish();
       save_interrupted(s, epoch, i + 1, loss, tokens_done);
-      return {{}, true};
+      return {{}, false, true};
     }
+    interrupted_at_end = result.interrupted;
   }
   progress.finish();
   const double mean = loss.mean();
@@ -324,6 +328,7 @@ EpochOutcome run_epoch(Session& s, std::int64_t epoch, TrainStep& step) {
                 s.paths.checkpoint + " is kept");
   }
   EpochOutcome out;
+  out.interrupted = interrupted_at_end;
   out.record.epoch = epoch;
   out.record.train_loss = mean;
   out.record.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -418,12 +423,20 @@ TrainResult train(const run::TrainConfig& requested, bool resume, const Distribu
     const double allreduce_before = dp != nullptr ? dp->allreduce_seconds() : 0.0;
     const std::int64_t calls_before = dp != nullptr ? dp->allreduce_calls() : 0;
     const EpochOutcome outcome = run_epoch(s, epoch, step);
-    if (outcome.interrupted) {
+    if (!outcome.complete) {
       result.interrupted = true;
       return result;
     }
     const bool stop = end_epoch(s, outcome.record, communication_summary(dp, allreduce_before, calls_before));
     result.history = s.state.history;
+    if (outcome.interrupted && !stop && epoch < s.config.epochs) {
+      if (s.is_main()) {
+        std::fprintf(stderr, "luong train: interrupted; checkpoint saved after epoch %lld (resume with --resume)\n",
+                     static_cast<long long>(epoch));
+      }
+      result.interrupted = true;
+      return result;
+    }
     if (stop) {
       result.stopped_early = true;
       break;
