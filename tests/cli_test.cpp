@@ -179,7 +179,7 @@ TEST(CliTest, SigintSavesMidEpochAndResumeMatchesAnUninterruptedRun) {
 // With one batch an epoch, every SIGINT comes with an epoch's last batch: the epoch ends as usual
 // (its checkpoint resumes at the next epoch) instead of saving an epoch with no batch left to run.
 TEST(CliTest, SigintOnAnEpochsLastBatchEndsTheEpoch) {
-  const Json state = interrupt_and_resume("sigint_last_batch", kSmall + "--batch 256 ", 30);
+  const Json state = interrupt_and_resume("sigint_last_batch", kSmall + "--batch 256 ", 60);
   EXPECT_EQ(state.at("batches_done").get<int>(), 0);
   EXPECT_GE(state.at("epoch").get<int>(), 1);
 }
