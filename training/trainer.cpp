@@ -261,6 +261,12 @@ void print_start(const Session& s, bool resume, const DistributedOptions& distri
   }
 }
 
+// `where`: the last training the checkpoint holds ("epoch 3" or "epoch 2 batch 5").
+void announce_interrupted(const Session& s, const std::string& where) {
+  if (!s.is_main()) return;
+  std::fprintf(stderr, "luong train: interrupted; checkpoint saved after %s (resume with --resume)\n", where.c_str());
+}
+
 void save_interrupted(Session& s, std::int64_t epoch, std::size_t batch, LossMeter& loss, std::int64_t tokens) {
   s.state.batches_done = static_cast<std::int64_t>(batch);
   s.state.partial_loss = loss.sum();
@@ -269,8 +275,7 @@ void save_interrupted(Session& s, std::int64_t epoch, std::size_t batch, LossMet
   if (!s.is_main()) return;
   record_resume(s.config, s.resume_changes, s.resumed_after, s.paths);
   s.checkpointer().save(*s.model, *s.optimizer, s.state, false, false, s.ema.get());
-  std::fprintf(stderr, "luong train: interrupted; checkpoint saved after epoch %lld batch %zu (resume with --resume)\n",
-               static_cast<long long>(epoch - 1), batch);
+  announce_interrupted(s, "epoch " + std::to_string(epoch - 1) + " batch " + std::to_string(batch));
 }
 
 struct EpochOutcome {
@@ -430,10 +435,7 @@ TrainResult train(const run::TrainConfig& requested, bool resume, const Distribu
     const bool stop = end_epoch(s, outcome.record, communication_summary(dp, allreduce_before, calls_before));
     result.history = s.state.history;
     if (outcome.interrupted && !stop && epoch < s.config.epochs) {
-      if (s.is_main()) {
-        std::fprintf(stderr, "luong train: interrupted; checkpoint saved after epoch %lld (resume with --resume)\n",
-                     static_cast<long long>(epoch));
-      }
+      announce_interrupted(s, "epoch " + std::to_string(epoch));
       result.interrupted = true;
       return result;
     }
