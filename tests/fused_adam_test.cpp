@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "luong/training/fused_adam.h"
+#include "luong/training/train_step.h"
 
 namespace luong::training {
 namespace {
@@ -48,6 +49,37 @@ TEST_P(FusedAdamTest, MatchesLibTorchAdam) {
     EXPECT_LE(diff, 1e-14);
   }
   EXPECT_GT(max_difference(reference, make_params(1)), 1e-3);  // the parameters did move
+}
+
+// Clipping folded into the fused pass against LibTorch's clip_grad_norm_ followed by its Adam. On
+// the fused path the gradients are left unscaled (the proof that the scaling happened inside the
+// pass); with a non-contiguous gradient the step is Adam's own, after scaling them in place.
+TEST_P(FusedAdamTest, StepScaledMatchesClipGradNormThenAdam) {
+  for (const bool fusable : {true, false}) {
+    SCOPED_TRACE(fusable ? "fused" : "fallback");
+    std::vector<torch::Tensor> reference = make_params(3), fused = make_params(3);
+    torch::optim::Adam adam(reference, GetParam().options);
+    FusedAdam fused_adam(fused, GetParam().options);
+    int clipped_steps = 0;
+    for (int step = 1; step <= 6; ++step) {
+      set_gradients(reference, step);
+      set_gradients(fused, step);
+      if (!fusable) fused[0].mutable_grad() = fused[0].grad().t().contiguous().t();  // same values, transposed strides
+      const std::vector<torch::Tensor> before = {fused[0].grad().clone(), fused[1].grad().clone()};
+      const double norm = torch::nn::utils::clip_grad_norm_(reference, 1.0);
+      clipped_steps += norm > 1.0;
+      adam.step();
+      fused_adam.step_scaled(gradient_clip(fused, 1.0).coefficient);
+      EXPECT_LE(max_difference(reference, fused), 1e-14) << "step " << step;
+      const double unscaled = max_difference({fused[0].grad(), fused[1].grad()}, before);
+      if (fusable || norm <= 1.0) {
+        EXPECT_EQ(unscaled, 0.0) << "step " << step;
+      } else {
+        EXPECT_GT(unscaled, 1e-3) << "step " << step;
+      }
+    }
+    EXPECT_EQ(clipped_steps, 3);  // the steps with gradients of scale 10; those of scale 1e-3 pass unclipped
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Options, FusedAdamTest,

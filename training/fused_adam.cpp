@@ -15,7 +15,7 @@ namespace {
 void* state_key(const torch::Tensor& p) { return p.unsafeGetTensorImpl(); }
 
 struct Coefficients {
-  double beta1, beta2, eps, weight_decay, step_size, sqrt_correction2;
+  double gradient_scale, beta1, beta2, eps, weight_decay, step_size, sqrt_correction2;
   bool amsgrad;
 };
 
@@ -26,12 +26,14 @@ struct Coefficients {
 template <typename T>
 [[gnu::always_inline]] inline void adam_range(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t begin, int64_t end,
                 const Coefficients& c) {
+  const T gradient_scale = static_cast<T>(c.gradient_scale);
   const T beta1 = static_cast<T>(c.beta1), beta2 = static_cast<T>(c.beta2);
   const T one_minus_beta1 = static_cast<T>(1 - c.beta1), one_minus_beta2 = static_cast<T>(1 - c.beta2);
   const T eps = static_cast<T>(c.eps), weight_decay = static_cast<T>(c.weight_decay);
   const T step_size = static_cast<T>(c.step_size), sqrt_correction2 = static_cast<T>(c.sqrt_correction2);
   for (int64_t i = begin; i < end; ++i) {
-    const T g = c.weight_decay != 0 ? grad[i] + weight_decay * param[i] : grad[i];
+    const T scaled = grad[i] * gradient_scale;  // as clipping's mul_ would have left it, to the bit
+    const T g = c.weight_decay != 0 ? scaled + weight_decay * param[i] : scaled;
     const T m = exp_avg[i] * beta1 + one_minus_beta1 * g;
     T v = exp_avg_sq[i] * beta2 + one_minus_beta2 * g * g;
     exp_avg[i] = m;
@@ -71,18 +73,44 @@ bool fusable(const torch::Tensor& p) {
 
 }  // namespace
 
-torch::Tensor FusedAdam::step(LossClosure closure) {
+bool FusedAdam::fusable_step() {
   for (const auto& group : param_groups()) {
     for (const torch::Tensor& p : group.params()) {
-      if (p.grad().defined() && !fusable(p)) return torch::optim::Adam::step(std::move(closure));
+      if (p.grad().defined() && !fusable(p)) return false;
     }
   }
-  torch::NoGradGuard no_grad;
+  return true;
+}
+
+torch::Tensor FusedAdam::step(LossClosure closure) {
+  if (!fusable_step()) return torch::optim::Adam::step(std::move(closure));
   torch::Tensor loss;
   if (closure != nullptr) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
+  fused_step(1.0);
+  return loss;
+}
+
+void FusedAdam::step_scaled(const torch::Tensor& gradient_scale) {
+  if (fusable_step()) {
+    fused_step(gradient_scale.item<double>());  // a CPU scalar: reading it costs nothing
+    return;
+  }
+  {
+    torch::NoGradGuard no_grad;
+    for (const auto& group : param_groups()) {
+      for (const torch::Tensor& p : group.params()) {
+        if (p.grad().defined()) p.grad().mul_(gradient_scale);
+      }
+    }
+  }
+  torch::optim::Adam::step();
+}
+
+void FusedAdam::fused_step(double gradient_scale) {
+  torch::NoGradGuard no_grad;
   for (auto& group : param_groups()) {
     const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());
     for (const torch::Tensor& p : group.params()) {
@@ -106,7 +134,7 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
       const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
       const double correction1 = 1 - std::pow(beta1, state.step());
       const double correction2 = 1 - std::pow(beta2, state.step());
-      const Coefficients c{beta1, beta2, options.eps(), options.weight_decay(), options.lr() / correction1,
+      const Coefficients c{gradient_scale, beta1, beta2, options.eps(), options.weight_decay(), options.lr() / correction1,
                            std::sqrt(correction2), options.amsgrad()};
       torch::Tensor param = p;  // shares storage; the update is in place
       const torch::Tensor grad = p.grad();
@@ -122,7 +150,6 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
       });
     }
   }
-  return loss;
 }
 
 }  // namespace luong::training

@@ -3,23 +3,28 @@
 #include <cmath>
 
 #include "luong/data_pipeline/batching.h"
+#include "luong/training/fused_adam.h"
 
 namespace luong::training {
 
-torch::Tensor clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double max_norm) {
+GradientClip gradient_clip(const std::vector<torch::Tensor>& parameters, double max_norm) {
   torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> grads;
-  for (const torch::Tensor& p : parameters) {
-    if (p.grad().defined()) grads.push_back(p.grad());
-  }
-  if (grads.empty()) return torch::zeros({});
   std::vector<torch::Tensor> norms;
-  norms.reserve(grads.size());
-  for (const torch::Tensor& g : grads) norms.push_back(g.norm(2));
+  for (const torch::Tensor& p : parameters) {
+    if (p.grad().defined()) norms.push_back(p.grad().norm(2));
+  }
+  if (norms.empty()) return {torch::zeros({}), torch::ones({})};
   const torch::Tensor total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
-  const torch::Tensor coefficient = torch::clamp(max_norm / (total + 1e-6), std::nullopt, 1.0);
-  for (torch::Tensor& g : grads) g.mul_(coefficient);
-  return total;
+  return {total, torch::clamp(max_norm / (total + 1e-6), std::nullopt, 1.0)};
+}
+
+torch::Tensor clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double max_norm) {
+  const GradientClip clip = gradient_clip(parameters, max_norm);
+  torch::NoGradGuard no_grad;
+  for (const torch::Tensor& p : parameters) {
+    if (p.grad().defined()) p.grad().mul_(clip.coefficient);
+  }
+  return clip.norm;
 }
 
 torch::Tensor step_weights(const std::vector<const data::EncodedPair*>& rows, models::LossAverage average) {
@@ -109,8 +114,17 @@ TrainStep::Result TrainStep::run_shard(const std::vector<const data::EncodedPair
 }
 
 void TrainStep::apply() {
-  if (options_.clip > 0) clip_gradient_norm(model_.parameters(), options_.clip);
-  optimizer_.step();
+  if (options_.clip <= 0) {
+    optimizer_.step();
+    return;
+  }
+  auto* fused_adam = dynamic_cast<FusedAdam*>(&optimizer_);
+  if (fused_adam == nullptr) {
+    clip_gradient_norm(model_.parameters(), options_.clip);
+    optimizer_.step();
+    return;
+  }
+  fused_adam->step_scaled(gradient_clip(model_.parameters(), options_.clip).coefficient);
 }
 
 }  // namespace luong::training

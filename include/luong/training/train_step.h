@@ -13,8 +13,16 @@
 
 namespace luong::training {
 
+/// The gradients' total 2-norm and torch::nn::utils::clip_grad_norm_'s coefficient
+/// min(1, max_norm / (norm + 1e-6)), both scalars on the device (nothing is read back).
+struct GradientClip {
+  torch::Tensor norm, coefficient;
+};
+GradientClip gradient_clip(const std::vector<torch::Tensor>& parameters, double max_norm);
+
 /// torch::nn::utils::clip_grad_norm_ (the same arithmetic) without its host round trip: scales the
-/// gradients by min(1, max_norm / (norm + 1e-6)) and returns the norm before clipping, on the device.
+/// gradients by gradient_clip's coefficient and returns the norm before clipping, on the device.
+/// With FusedAdam, TrainStep folds the scaling into the optimizer's pass instead (step_scaled).
 torch::Tensor clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
 
 struct TrainStepOptions {
