@@ -73,7 +73,7 @@ bool fusable(const torch::Tensor& p) {
 
 }  // namespace
 
-bool FusedAdam::fusable_step() {
+bool FusedAdam::fusable_step() const {
   for (const auto& group : param_groups()) {
     for (const torch::Tensor& p : group.params()) {
       if (p.grad().defined() && !fusable(p)) return false;

@@ -28,7 +28,7 @@ class FusedAdam : public torch::optim::Adam {
   void step_scaled(const torch::Tensor& gradient_scale);
 
  private:
-  bool fusable_step();
+  bool fusable_step() const;
   void fused_step(double gradient_scale);
 };
 
