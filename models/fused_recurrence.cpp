@@ -436,8 +436,13 @@ struct DecoderStack {
     detach_weights(ctx->saved_data["stack_weights"].toTensorVector());
   }
 
-  // Layer 0's recurrent input w_ih[:, offset:offset + H] (the part the kernel feeds per step).
-  torch::Tensor layer0_recurrent_input(int64_t offset) const { return w_ih[0].narrow(1, offset, H); }
+  // Layer 0's input weights w_ih[:, offset:offset + width] (the embeddings' part, or the part the
+  // kernel feeds per step), copied once per call: as a column slice every product with it would run
+  // on MKL (oneDNN would copy a strided operand per product), at about half oneDNN's rate on AMD
+  // (docs/BENCHMARKS.md, 2026-12-03 evening).
+  torch::Tensor layer0_input_columns(int64_t offset, int64_t width) const {
+    return w_ih[0].narrow(1, offset, width).contiguous();
+  }
 
   // Step t for rows [first, first + rows): gi holds layer 0's input gates (x W_ih^T + b_ih); runs
   // layer 0's cell, then every layer above. gi, gh [rows, G H] are workspaces.
@@ -618,11 +623,11 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const torch::TensorOptions opts = in.embedded.options();
     const torch::Tensor emb = in.embedded.transpose(0, 1).contiguous();  // [T, B, E]
     // The embeddings' share of layer 0's gates, for the real tokens at once: [N, G H].
-    const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.w_ih[0].narrow(1, 0, E).t());
+    const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.layer0_input_columns(0, E).t());
     torch::Tensor attentional = torch::zeros({T + 1, B, H}, opts);  // h~_0 .. h~_T (masked)
     torch::Tensor unmasked = masked ? torch::empty({T, B, H}, opts) : torch::empty({0}, opts);
     const torch::Tensor drop = masked ? packed.to_kernel(mask).transpose(0, 1).contiguous() : mask;  // [T, B, H]
-    const torch::Tensor w_feed_t = stack.layer0_recurrent_input(E).t();
+    const torch::Tensor w_feed_t = stack.layer0_input_columns(E, H).t();
     const torch::Tensor wc_operand = products.operand(wc_weight.detach());
     const torch::Tensor wc_t = wc_operand.t(), bias_c = wc_bias.detach();
     const torch::Tensor& top = stack.states[stack.L - 1];
@@ -681,7 +686,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
-    const torch::Tensor w_feed = stack.layer0_recurrent_input(E);
+    const torch::Tensor w_feed = stack.layer0_input_columns(E, H);
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
       packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
@@ -723,7 +728,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     });
     // The whole-batch products, over the real tokens.
     const torch::Tensor dgi0 = packed.real(dgi[0]);
-    const torch::Tensor w_embed = stack.w_ih[0].narrow(1, 0, E);
+    const torch::Tensor w_embed = stack.layer0_input_columns(0, E);
     variable_list result = {packed.unpacked(products.mm(dgi0, w_embed)).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
     DecoderInputs::restore_order(packed, result);
@@ -765,8 +770,8 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     const torch::TensorOptions opts = in.embedded.options();
     const torch::Tensor emb = in.embedded.transpose(0, 1).contiguous();  // [T, B, E]
     // The embeddings' share of layer 0's gates, for the real tokens at once: [N, G H].
-    const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.w_ih[0].narrow(1, 0, E).t());
-    const torch::Tensor w_context_t = stack.layer0_recurrent_input(E).t();
+    const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.layer0_input_columns(0, E).t());
+    const torch::Tensor w_context_t = stack.layer0_input_columns(E, H).t();
     const torch::Tensor& top = stack.states[stack.L - 1];
     const torch::Tensor& ch = attention.contexts();  // [c_t; h_{t-1}]
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced", [&] {
@@ -807,7 +812,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
-    const torch::Tensor w_context = stack.layer0_recurrent_input(E);
+    const torch::Tensor w_context = stack.layer0_input_columns(E, H);
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced_backward", [&] {
       packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
@@ -837,7 +842,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     });
     // The whole-batch products, over the real tokens.
     const torch::Tensor dgi0 = packed.real(dgi[0]);
-    const torch::Tensor w_embed = stack.w_ih[0].narrow(1, 0, E);
+    const torch::Tensor w_embed = stack.layer0_input_columns(0, E);
     variable_list result = {packed.unpacked(products.mm(dgi0, w_embed)).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
     DecoderInputs::restore_order(packed, result);
