@@ -183,9 +183,6 @@ TEST_P(FusedRecurrenceTest, MatchesTheModulePathInFloat) {
   expect_within_float_rounding(fused, modules);
 }
 
-// oneDNN for every float32 product of the fused kernels (LUONG_FLOAT32_PRODUCTS=onednn; `auto` gives
-// it the large ones on AMD processors with AVX-512): the module path's loss and gradients, which MKL
-// computes, and the products really ran in oneDNN.
 // Counts LibTorch's float32 matrix products (MKL's) with an operand that is neither dense nor a
 // transposed dense tensor, such as a column slice of a weight, on every thread.
 std::atomic<int> strided_float32_products{0};
@@ -194,6 +191,9 @@ bool dense_or_transposed(const torch::Tensor& t) {
   return t.dim() == 2 && (t.is_contiguous() || (t.stride(0) == 1 && t.stride(1) == t.size(0)));
 }
 
+// oneDNN for every float32 product of the fused kernels (LUONG_FLOAT32_PRODUCTS=onednn; `auto` gives
+// it the large ones on AMD processors with AVX-512): the module path's loss and gradients, which MKL
+// computes, and the products really ran in oneDNN.
 TEST_P(FusedRecurrenceTest, OneDnnFloat32ProductsMatchTheModulePath) {
   Seq2Seq model = make_model(GetParam(), torch::kFloat);
   const Batch batch = padded_batch();
