@@ -20,7 +20,11 @@ FusedAttentionParameters FusedAttentionParameters::of(AttentionImpl& attention, 
   FusedAttentionParameters p = global(config.scale ? 1.0 / std::sqrt(static_cast<double>(hidden_size)) : 1.0);
   p.config = config;
   AlignmentScore& score = attention.score();
-  if (config.score == ScoreKind::kConcat) p.tensors = {score->Wa->weight.narrow(1, 0, hidden_size), score->va->weight};
+  // W_a's query half, copied (a differentiable copy) so that the per-step products get a dense
+  // operand, which oneDNN takes without copying it on every call.
+  if (config.score == ScoreKind::kConcat) {
+    p.tensors = {score->Wa->weight.narrow(1, 0, hidden_size).contiguous(), score->va->weight};
+  }
   if (config.score == ScoreKind::kLocation) p.tensors = {score->Wa->weight};
   if (config.kind == AttentionKind::kLocalPredictive) {
     auto* local = dynamic_cast<PredictiveAlignmentAttentionImpl*>(&attention);

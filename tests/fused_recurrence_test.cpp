@@ -221,11 +221,13 @@ TEST_P(FusedRecurrenceTest, OneDnnFloat32ProductsMatchTheModulePath) {
   EXPECT_GT(products, 0) << "no product ran in oneDNN";
   // oneDNN would copy such an operand per product, so MatrixProducts leaves it to MKL; the Luong
   // decoder's kernel hands its products dense or transposed operands (layer 0's input-weight slices
-  // are copied once per call). Left to MKL, and not counted here: the Bahdanau-style decoder's
-  // per-step context (a column block of its [context; h] buffer) and the concat score's key
-  // projection (a module op on a slice of W_a, outside the kernels).
-  if (GetParam().decoder == DecoderKind::kLuong && GetParam().score != ScoreKind::kConcat) {
-    EXPECT_EQ(strided_float32_products.load(), 0) << "products with a strided operand ran in MKL";
+  // and concat's query half of W_a are copied once per call). What remains with concat is the
+  // module-side key projection on W_a's other half (outside the kernels): its forward product and
+  // its input gradient's. Not counted here: the Bahdanau-style decoder, whose per-step context is a
+  // column block of its [context; h] buffer.
+  if (GetParam().decoder == DecoderKind::kLuong) {
+    EXPECT_EQ(strided_float32_products.load(), GetParam().score == ScoreKind::kConcat ? 2 : 0)
+        << "products with a strided operand ran in MKL";
   }
   expect_within_float_rounding(fused, modules);
 }
