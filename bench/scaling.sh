@@ -20,23 +20,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # The 2048x2048 float32 product on 2 threads through each library this LibTorch carries (MKL's sgemm,
-# oneDNN's inner product on its own tensors, as luong's products use on AMD); the faster is the peak.
-read -r mkl_rate onednn_rate < <("$python" - <<'PY'
-import time, torch
-torch.set_num_threads(2)
-a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
-def rate(product):
-    product()
-    t = time.perf_counter()
-    for _ in range(5): product()
-    return 5 * 2 * 2048**3 / (time.perf_counter() - t) / 1e9
-onednn = 0.0
-if torch.backends.mkldnn.is_available():
-    da, dw = a.to_mkldnn(), b.t().contiguous().to_mkldnn()
-    onednn = rate(lambda: torch._C._nn.mkldnn_linear(da, dw))
-print(f"{rate(lambda: a @ b):.1f} {onednn:.1f}")
-PY
-)
+# oneDNN's inner product on its own tensors, as luong's products use on AMD), timed by
+# bench/matmul_rate.py's rate(); the faster is the peak.
+read -r mkl_rate onednn_rate < <(cd bench && "$python" -c "
+import torch, matmul_rate
+onednn = matmul_rate.rate(2048, 2048, 2048, torch.float32, 2, 'onednn') if torch.backends.mkldnn.is_available() else 0.0
+print(f'{matmul_rate.rate(2048, 2048, 2048, torch.float32, 2, \"mkl\"):.1f} {onednn:.1f}')")
 peak=$(echo "if ($onednn_rate > $mkl_rate) $onednn_rate else $mkl_rate" | bc -l)
 # Average lengths (with <eos>) of the training split, from the reference's own loader.
 read -r src tgt < <(cd ../shared/reference && "$python" -c "

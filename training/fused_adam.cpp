@@ -73,6 +73,13 @@ bool fusable(const torch::Tensor& p) {
 
 }  // namespace
 
+void scale_gradients(const std::vector<torch::Tensor>& parameters, const torch::Tensor& scale) {
+  torch::NoGradGuard no_grad;
+  for (const torch::Tensor& p : parameters) {
+    if (p.grad().defined()) p.grad().mul_(scale);
+  }
+}
+
 bool FusedAdam::fusable_step() const {
   for (const auto& group : param_groups()) {
     for (const torch::Tensor& p : group.params()) {
@@ -98,14 +105,7 @@ void FusedAdam::step_scaled(const torch::Tensor& gradient_scale) {
     fused_step(gradient_scale.item<double>());  // a CPU scalar: reading it costs nothing
     return;
   }
-  {
-    torch::NoGradGuard no_grad;
-    for (const auto& group : param_groups()) {
-      for (const torch::Tensor& p : group.params()) {
-        if (p.grad().defined()) p.grad().mul_(gradient_scale);
-      }
-    }
-  }
+  for (const auto& group : param_groups()) scale_gradients(group.params(), gradient_scale);
   torch::optim::Adam::step();
 }
 

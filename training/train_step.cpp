@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "luong/data_pipeline/batching.h"
-#include "luong/training/fused_adam.h"
 
 namespace luong::training {
 
@@ -20,10 +19,7 @@ GradientClip gradient_clip(const std::vector<torch::Tensor>& parameters, double 
 
 torch::Tensor clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double max_norm) {
   const GradientClip clip = gradient_clip(parameters, max_norm);
-  torch::NoGradGuard no_grad;
-  for (const torch::Tensor& p : parameters) {
-    if (p.grad().defined()) p.grad().mul_(clip.coefficient);
-  }
+  scale_gradients(parameters, clip.coefficient);
   return clip.norm;
 }
 
@@ -46,7 +42,12 @@ torch::Tensor step_weights(const std::vector<const data::EncodedPair*>& rows, mo
 
 TrainStep::TrainStep(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const TrainStepOptions& options,
                      const torch::Device& device, DataParallel* parallel)
-    : model_(model), optimizer_(optimizer), options_(options), device_(device), parallel_(parallel) {}
+    : model_(model),
+      optimizer_(optimizer),
+      fused_adam_(dynamic_cast<FusedAdam*>(&optimizer)),
+      options_(options),
+      device_(device),
+      parallel_(parallel) {}
 
 TrainStep::Result TrainStep::run(const std::vector<const data::EncodedPair*>& rows, bool interrupt, bool last) {
   if (gathered_ == 0) optimizer_.zero_grad();
@@ -114,17 +115,12 @@ TrainStep::Result TrainStep::run_shard(const std::vector<const data::EncodedPair
 }
 
 void TrainStep::apply() {
-  if (options_.clip <= 0) {
-    optimizer_.step();
+  if (options_.clip > 0 && fused_adam_ != nullptr) {
+    fused_adam_->step_scaled(gradient_clip(model_.parameters(), options_.clip).coefficient);
     return;
   }
-  auto* fused_adam = dynamic_cast<FusedAdam*>(&optimizer_);
-  if (fused_adam == nullptr) {
-    clip_gradient_norm(model_.parameters(), options_.clip);
-    optimizer_.step();
-    return;
-  }
-  fused_adam->step_scaled(gradient_clip(model_.parameters(), options_.clip).coefficient);
+  if (options_.clip > 0) clip_gradient_norm(model_.parameters(), options_.clip);
+  optimizer_.step();
 }
 
 }  // namespace luong::training

@@ -14,6 +14,10 @@
 
 namespace luong::training {
 
+/// Multiplies every defined gradient of `parameters` in place by `scale`, a scalar tensor on their
+/// device (nothing is read back to the host).
+void scale_gradients(const std::vector<torch::Tensor>& parameters, const torch::Tensor& scale);
+
 class FusedAdam : public torch::optim::Adam {
  public:
   FusedAdam(std::vector<torch::Tensor> params, torch::optim::AdamOptions options)

@@ -10,6 +10,7 @@
 #include "luong/models/precision.h"
 #include "luong/models/seq2seq.h"
 #include "luong/training/data_parallel.h"
+#include "luong/training/fused_adam.h"
 
 namespace luong::training {
 
@@ -56,6 +57,7 @@ class TrainStep {
 
   models::Seq2SeqImpl& model_;
   torch::optim::Optimizer& optimizer_;
+  FusedAdam* fused_adam_;  ///< optimizer_ when it is one: clipping then rides in its pass
   TrainStepOptions options_;
   torch::Device device_;
   DataParallel* parallel_;
