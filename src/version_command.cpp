@@ -49,7 +49,7 @@ int version_command(int, char**) {
   std::printf("\nCPU: LibTorch's kernels use %s (processor: %s)\n", at::get_cpu_capability().c_str(),
               processor_features().c_str());
   std::printf("threads: %d intra-op (of %d cores this process may use), %d inter-op; %s\n", at::get_num_threads(),
-              available_cores(), at::get_num_interop_threads(), at::get_parallel_info().find("MKL") != std::string::npos
+              available_cores(), static_cast<int>(at::get_num_interop_threads()), at::get_parallel_info().find("MKL") != std::string::npos
                                                                       ? "BLAS: MKL, in LibTorch's OpenMP pool"
                                                                       : "BLAS: see at::get_parallel_info()");
   const char* float32 = "MKL";
