@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "luong/models/matrix_products.h"
 #include "luong/util/error.h"
 
 namespace luong::models {
@@ -24,8 +25,8 @@ torch::Tensor AlignmentScoreImpl::prepare_keys(const torch::Tensor& encoder_outp
   const int64_t h = options.hidden_size();
   switch (options.kind()) {
     case ScoreKind::kDot: return encoder_outputs;
-    case ScoreKind::kGeneral: return Wa(encoder_outputs);
-    case ScoreKind::kConcat: return torch::matmul(encoder_outputs, Wa->weight.narrow(1, h, h).t());
+    case ScoreKind::kGeneral: return linear_through_products(encoder_outputs, Wa->weight);
+    case ScoreKind::kConcat: return linear_through_products(encoder_outputs, Wa->weight.narrow(1, h, h));
     case ScoreKind::kLocation: return encoder_outputs;  // unused: the score reads the query alone
   }
   return encoder_outputs;

@@ -1,6 +1,7 @@
 #include "luong/models/encoder.h"
 
 #include "luong/models/fused_recurrence.h"
+#include "luong/models/matrix_products.h"
 
 namespace luong::models {
 
@@ -35,25 +36,24 @@ torch::Tensor join_directions(const torch::Tensor& state, int64_t layers, int64_
 
 }  // namespace
 
-// The stack layer by layer and direction by direction, each a fused node: what recurrent.sequence()
+// The stack layer by layer, each layer (both directions) one fused node: what recurrent.sequence()
 // computes, with the dropout between layers drawn here.
 std::pair<torch::Tensor, RecurrentState> EncoderImpl::fused_sequence(const torch::Tensor& x, const torch::Tensor& lengths) {
   const bool lstm = options.cell() == CellKind::kLstm;
-  const int64_t directions = options.bidirectional() ? 2 : 1;
   std::vector<torch::Tensor> hidden, cell;
   torch::Tensor input = x;
   for (int64_t l = 0; l < options.layers(); ++l) {
-    std::vector<torch::Tensor> outputs;
-    for (int64_t d = 0; d < directions; ++d) {
-      FusedLayerOutput out = fused_recurrent_layer(input, lengths, CellWeights::of(recurrent, l, d), lstm, d == 1);
-      outputs.push_back(out.outputs);
-      hidden.push_back(out.hidden);
-      if (lstm) cell.push_back(out.cell);
-    }
-    input = directions == 1 ? outputs[0] : torch::cat(outputs, 2);
+    const FusedLayerOutput out =
+        options.bidirectional()
+            ? fused_bidirectional_layer(input, lengths, CellWeights::of(recurrent, l, 0), CellWeights::of(recurrent, l, 1),
+                                        lstm)
+            : fused_recurrent_layer(input, lengths, CellWeights::of(recurrent, l, 0), lstm, false);
+    hidden.push_back(out.hidden.reshape({-1, out.hidden.size(-2), out.hidden.size(-1)}));  // [directions, B, H]
+    if (lstm) cell.push_back(out.cell.reshape({-1, out.cell.size(-2), out.cell.size(-1)}));
+    input = out.outputs;
     if (l + 1 < options.layers()) input = maybe_dropout(input, recurrent.dropout, is_training());
   }
-  return {input, {torch::stack(hidden), lstm ? torch::stack(cell) : torch::Tensor()}};
+  return {input, {torch::cat(hidden), lstm ? torch::cat(cell) : torch::Tensor()}};
 }
 
 EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor& lengths) {
@@ -64,9 +64,13 @@ EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor
   if (options.bidirectional()) {
     const int64_t layers = options.layers(), h = options.hidden_size();
     const torch::Tensor padding = src.ne(0).unsqueeze(-1).to(outputs.scalar_type());
-    outputs = torch::tanh(bridge(outputs)) * padding;
-    state.hidden = torch::tanh(bridge(join_directions(state.hidden, layers, h)));
-    if (state.cell.defined()) state.cell = torch::tanh(cell_bridge(join_directions(state.cell, layers, h)));
+    // (nn::Linear's function, with its products in oneDNN where they pay)
+    const auto bridged = [](torch::nn::Linear& to, const torch::Tensor& from) {
+      return torch::tanh(linear_through_products(from, to->weight, to->bias));
+    };
+    outputs = bridged(bridge, outputs) * padding;
+    state.hidden = bridged(bridge, join_directions(state.hidden, layers, h));
+    if (state.cell.defined()) state.cell = bridged(cell_bridge, join_directions(state.cell, layers, h));
   }
   return {maybe_dropout(outputs, p, is_training()), state};
 }

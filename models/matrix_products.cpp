@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "luong/util/error.h"
 
@@ -76,6 +77,15 @@ int64_t onednn_float32_products_run() { return onednn_products.load(std::memory_
 
 namespace detail {
 
+bool onednn_chosen_for(int64_t m, int64_t k, int64_t n) {
+  switch (float32_products()) {
+    case Float32Products::kMkl: return false;
+    case Float32Products::kOneDnn: return AT_MKLDNN_ENABLED();
+    case Float32Products::kAuto: return onednn_float32_is_faster_here() && onednn_pays_for(m, k, n);
+  }
+  return false;
+}
+
 bool use_onednn(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& out) {
 #if AT_MKLDNN_ENABLED()
   const Float32Products choice = float32_products();
@@ -88,8 +98,7 @@ bool use_onednn(const torch::Tensor& a, const torch::Tensor& b, const torch::Ten
   if (out.defined() && (out.scalar_type() != torch::kFloat || !row_major(out))) return false;
   // oneDNN's product is not differentiable: only where autograd is not recording (the fused kernels).
   if (torch::GradMode::is_enabled() && (a.requires_grad() || b.requires_grad())) return false;
-  if (choice == Float32Products::kOneDnn) return true;
-  return onednn_float32_is_faster_here() && onednn_pays_for(a.size(0), a.size(1), b.size(1));
+  return onednn_chosen_for(a.size(0), a.size(1), b.size(1));
 #else
   (void)a, (void)b, (void)out;
   return false;
@@ -107,4 +116,49 @@ void onednn_mm(const torch::Tensor& out, const torch::Tensor& a, const torch::Te
 }
 
 }  // namespace detail
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+struct LinearFunction : torch::autograd::Function<LinearFunction> {
+  // x [M, I], weight [O, I] (dense), bias [O] or empty -> [M, O]
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
+                               const torch::Tensor& bias) {
+    const MatrixProducts products;
+    ctx->save_for_backward({x, weight});
+    ctx->saved_data["bias"] = bias.numel() > 0;
+    return bias.numel() > 0 ? products.addmm(bias, x, weight.t()) : products.mm(x, weight.t());
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const MatrixProducts products;
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor& x = saved[0];
+    const torch::Tensor& weight = saved[1];
+    const torch::Tensor dy = grads[0].contiguous();
+    return {ctx->needs_input_grad(0) ? products.mm(dy, weight) : torch::Tensor(),
+            ctx->needs_input_grad(1) ? products.mm(dy.t(), x) : torch::Tensor(),
+            ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2) ? dy.sum(0) : torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor linear_through_products(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) {
+  const int64_t in = weight.size(1), out = weight.size(0);
+  const int64_t rows = in > 0 ? x.numel() / in : 0;
+  const bool through_products = x.scalar_type() == torch::kFloat && weight.scalar_type() == torch::kFloat &&
+                                x.device().is_cpu() && x.size(-1) == in && !bf16_products(x.device()) &&
+                                (!bias.defined() || bias.scalar_type() == torch::kFloat) &&
+                                rows > 0 && in > 0 && out > 0 && detail::onednn_chosen_for(rows, in, out);
+  if (!through_products) return torch::linear(x, weight, bias);
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = out;
+  const torch::Tensor y = LinearFunction::apply(x.reshape({rows, in}).contiguous(), weight.contiguous(),
+                                                bias.defined() ? bias : torch::empty({0}, weight.options()));
+  return y.view(shape);
+}
+
 }  // namespace luong::models

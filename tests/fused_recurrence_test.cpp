@@ -114,7 +114,7 @@ LossAndGradients run(Seq2Seq& model, bool fused, const Batch& b, Precision preci
   const bool luong = dynamic_cast<const LuongDecoderImpl*>(model->decoder.get()) != nullptr;
   // Every attention, score, cell and depth has its fused decoder now.
   EXPECT_EQ(model->decoder->uses_fused_kernel(torch::kCPU), fused);
-  const std::pair<const char*, bool> kernels[] = {{"RecurrentSequenceFunction", fused},
+  const std::pair<const char*, bool> kernels[] = {{"RecurrentLayerFunction", fused},
                                                   {"LuongTeacherForcedFunction", fused && luong},
                                                   {"BahdanauTeacherForcedFunction", fused && !luong},
                                                   {"LinearCrossEntropyFunction", fused}};
@@ -221,13 +221,11 @@ TEST_P(FusedRecurrenceTest, OneDnnFloat32ProductsMatchTheModulePath) {
   EXPECT_GT(products, 0) << "no product ran in oneDNN";
   // oneDNN would copy such an operand per product, so MatrixProducts leaves it to MKL; the Luong
   // decoder's kernel hands its products dense or transposed operands (layer 0's input-weight slices
-  // and concat's query half of W_a are copied once per call). What remains with concat is the
-  // module-side key projection on W_a's other half (outside the kernels): its forward product and
-  // its input gradient's. Not counted here: the Bahdanau-style decoder, whose per-step context is a
-  // column block of its [context; h] buffer.
+  // and concat's query half of W_a are copied once per call), and the module-side key projection on
+  // W_a's other half makes its slice dense (linear_through_products). Not counted here: the
+  // Bahdanau-style decoder, whose per-step context is a column block of its [context; h] buffer.
   if (GetParam().decoder == DecoderKind::kLuong) {
-    EXPECT_EQ(strided_float32_products.load(), GetParam().score == ScoreKind::kConcat ? 2 : 0)
-        << "products with a strided operand ran in MKL";
+    EXPECT_EQ(strided_float32_products.load(), 0) << "products with a strided operand ran in MKL";
   }
   expect_within_float_rounding(fused, modules);
 }
@@ -271,6 +269,49 @@ TEST(MatrixProductsTest, OneDnnEqualsMklForEveryOperation) {
     EXPECT_TRUE(torch::allclose(onednn[i], mkl[i], 1e-5, 1e-4)) << "operation " << i;
   }
   EXPECT_TRUE(torch::allclose(onednn[2].narrow(1, 0, 16), torch::zeros({48, 16}))) << "wrote outside its block";
+}
+
+// linear_through_products is nn::Linear's function: with oneDNN chosen, its forward and both
+// backward products run there (3 oneDNN products a call), also for a column slice of a wider weight
+// (concat's key projection), whose gradient lands in the slice alone; with MKL chosen it is
+// torch::linear itself (no oneDNN product).
+TEST(MatrixProductsTest, LinearThroughProductsEqualsTorchLinear) {
+  torch::manual_seed(9);
+  const torch::Tensor x0 = torch::randn({4, 7, 160}), wide0 = torch::randn({96, 320}), bias0 = torch::randn({96});
+  const torch::Tensor weights = torch::randn({4, 7, 96});  // the loss's weights on the outputs
+  struct Result {
+    torch::Tensor y, dx, dwide, dbias;
+  };
+  const auto run = [&](Float32Products choice, bool with_bias) {
+    set_float32_products(choice);
+    const torch::Tensor x = x0.clone().requires_grad_(), wide = wide0.clone().requires_grad_();
+    const torch::Tensor bias = bias0.clone().requires_grad_();
+    const torch::Tensor y = linear_through_products(x, wide.narrow(1, 100, 160), with_bias ? bias : torch::Tensor());
+    (y * weights).sum().backward();
+    return Result{y.detach(), x.grad(), wide.grad(), with_bias ? bias.grad() : torch::Tensor()};
+  };
+  const Float32Products before = float32_products();
+  for (const bool with_bias : {true, false}) {
+    const int64_t start = onednn_float32_products_run();
+    const Result mkl = run(Float32Products::kMkl, with_bias);
+    EXPECT_EQ(onednn_float32_products_run(), start) << "MKL's choice ran a oneDNN product";
+    const Result onednn = run(Float32Products::kOneDnn, with_bias);
+    EXPECT_EQ(onednn_float32_products_run() - start, 3) << "forward and both backward products in oneDNN";
+    ASSERT_EQ(onednn.y.sizes(), torch::IntArrayRef({4, 7, 96}));
+    EXPECT_TRUE(torch::allclose(onednn.y, mkl.y, 1e-5, 1e-4));
+    EXPECT_TRUE(torch::allclose(onednn.dx, mkl.dx, 1e-5, 1e-4));
+    EXPECT_TRUE(torch::allclose(onednn.dwide, mkl.dwide, 1e-5, 1e-4));
+    EXPECT_TRUE(torch::equal(onednn.dwide.narrow(1, 0, 100), torch::zeros({96, 100}))) << "gradient outside the slice";
+    EXPECT_GT(onednn.dwide.narrow(1, 100, 160).abs().max().item<float>(), 0.0f);
+    if (with_bias) {
+      EXPECT_TRUE(torch::allclose(onednn.dbias, mkl.dbias, 1e-5, 1e-4));
+    }
+    // The same function as the reference nn::Linear computes, in double.
+    const torch::Tensor reference = torch::linear(x0.to(torch::kDouble), wide0.narrow(1, 100, 160).to(torch::kDouble),
+                                                  with_bias ? bias0.to(torch::kDouble) : torch::Tensor());
+    EXPECT_TRUE(torch::allclose(onednn.y.to(torch::kDouble), reference, 1e-5, 1e-4));
+  }
+  set_float32_products(before);
 }
 
 // Counts the matrix products with bf16 operands, on every thread (the kernels' products run on the
@@ -594,52 +635,76 @@ TEST(FusedGruSequenceTest, LayersEqualPackedModulesInBothDirections) {
         EXPECT_LE((out.cell - state.cell[d]).abs().max().item<double>(), 1e-14) << d;
       }
     }
+    const FusedLayerOutput both = fused_bidirectional_layer(x, lengths, CellWeights::of(layers, 0, 0),
+                                                            CellWeights::of(layers, 0, 1), cell == CellKind::kLstm);
+    EXPECT_LE((both.outputs - expected).abs().max().item<double>(), 1e-14);
+    EXPECT_LE((both.hidden - state.hidden).abs().max().item<double>(), 1e-14);
+    if (cell == CellKind::kLstm) {
+      EXPECT_LE((both.cell - state.cell).abs().max().item<double>(), 1e-14);
+    }
   }
 }
 
-// A batch large enough for several row blocks (8 rows each at least) with lengths in random order, on
-// 3 threads: the kernel reorders the rows so that each block's real tokens at any time are a prefix of
-// it, and computes those alone. Against nn::LSTM / nn::GRU over the packed batch in double (outputs,
-// final states and every gradient), and the rows computed are the real tokens exactly.
+// A batch large enough for several row blocks (8 rows each at least) with lengths in random order: the
+// kernel reorders the rows so that each block's real tokens at any time are a prefix of it, and
+// computes those alone. Each direction as its own node on 3 threads (3 blocks), and both directions
+// as one node on 3 threads (a block each, side by side) and on 5 (2 blocks each). Against nn::LSTM /
+// nn::GRU over the packed batch in double (outputs, final states and every gradient), and the rows
+// computed are the real tokens exactly.
 TEST(FusedGruSequenceTest, SkipsPaddingAcrossRowBlocksAndEqualsPackedModules) {
   const int threads_before = torch::get_num_threads();
-  torch::set_num_threads(3);
-  for (const CellKind cell : {CellKind::kGru, CellKind::kLstm}) {
-    torch::manual_seed(21);
-    torch::nn::Module owner;
-    RecurrentLayers layers = register_recurrent(owner, RecurrentOptions(3, 5).cell(cell).bidirectional(true));
-    owner.to(torch::kDouble);
-    const int64_t B = 26, S = 9;
-    const torch::Tensor x = torch::randn({B, S, 3}, torch::kDouble).requires_grad_();
-    const torch::Tensor lengths = torch::randint(1, S + 1, {B}, torch::kLong);
-    const torch::Tensor probe = torch::randn({B, S, 10}, torch::kDouble);
-    const torch::Tensor state_probe = torch::randn({2, B, 5}, torch::kDouble);
-    std::vector<torch::Tensor> inputs = layers.all_weights();
-    inputs.push_back(x);
-    auto [expected, state] = layers.sequence(x, lengths);
-    const std::vector<torch::Tensor> expected_gradients =
-        torch::autograd::grad({(expected * probe).sum() + (state.hidden * state_probe).sum()}, inputs);
-    const int64_t before = fused_recurrent_rows_computed();
-    std::vector<torch::Tensor> outputs, hidden;
-    for (int64_t d = 0; d < 2; ++d) {
-      const FusedLayerOutput out =
-          fused_recurrent_layer(x, lengths, CellWeights::of(layers, 0, d), cell == CellKind::kLstm, d == 1);
-      outputs.push_back(out.outputs);
-      hidden.push_back(out.hidden);
-    }
-    const int64_t tokens = lengths.sum().item<int64_t>();
-    EXPECT_EQ(fused_recurrent_rows_computed() - before, 2 * tokens);  // of B * S = 234 rows per direction
-    const torch::Tensor fused = torch::cat(outputs, 2), fused_hidden = torch::stack(hidden);
-    EXPECT_LE((fused - expected).abs().max().item<double>(), 1e-14);
-    EXPECT_LE((fused_hidden - state.hidden).abs().max().item<double>(), 1e-14);
-    const std::vector<torch::Tensor> fused_gradients =
-        torch::autograd::grad({(fused * probe).sum() + (fused_hidden * state_probe).sum()}, inputs);
-    EXPECT_EQ(fused_recurrent_rows_computed() - before, 4 * tokens);
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const double scale = expected_gradients[i].abs().max().item<double>();
-      EXPECT_GT(scale, 0.0) << i;
-      EXPECT_LE((fused_gradients[i] - expected_gradients[i]).abs().max().item<double>(), 1e-13 * std::max(1.0, scale))
-          << options::enum_name(cell) << " input " << i;
+  struct Run {
+    int threads;
+    bool one_node;
+  };
+  for (const Run run : {Run{3, false}, Run{3, true}, Run{5, true}}) {
+    for (const CellKind cell : {CellKind::kGru, CellKind::kLstm}) {
+      torch::set_num_threads(run.threads);
+      torch::manual_seed(21);
+      torch::nn::Module owner;
+      RecurrentLayers layers = register_recurrent(owner, RecurrentOptions(3, 5).cell(cell).bidirectional(true));
+      owner.to(torch::kDouble);
+      const int64_t B = 26, S = 9;
+      const torch::Tensor x = torch::randn({B, S, 3}, torch::kDouble).requires_grad_();
+      const torch::Tensor lengths = torch::randint(1, S + 1, {B}, torch::kLong);
+      const torch::Tensor probe = torch::randn({B, S, 10}, torch::kDouble);
+      const torch::Tensor state_probe = torch::randn({2, B, 5}, torch::kDouble);
+      std::vector<torch::Tensor> inputs = layers.all_weights();
+      inputs.push_back(x);
+      auto [expected, state] = layers.sequence(x, lengths);
+      const std::vector<torch::Tensor> expected_gradients =
+          torch::autograd::grad({(expected * probe).sum() + (state.hidden * state_probe).sum()}, inputs);
+      const int64_t before = fused_recurrent_rows_computed();
+      torch::Tensor fused, fused_hidden;
+      if (run.one_node) {
+        const FusedLayerOutput out = fused_bidirectional_layer(x, lengths, CellWeights::of(layers, 0, 0),
+                                                               CellWeights::of(layers, 0, 1), cell == CellKind::kLstm);
+        fused = out.outputs;
+        fused_hidden = out.hidden;
+      } else {
+        std::vector<torch::Tensor> outputs, hidden;
+        for (int64_t d = 0; d < 2; ++d) {
+          const FusedLayerOutput out =
+              fused_recurrent_layer(x, lengths, CellWeights::of(layers, 0, d), cell == CellKind::kLstm, d == 1);
+          outputs.push_back(out.outputs);
+          hidden.push_back(out.hidden);
+        }
+        fused = torch::cat(outputs, 2);
+        fused_hidden = torch::stack(hidden);
+      }
+      const int64_t tokens = lengths.sum().item<int64_t>();
+      EXPECT_EQ(fused_recurrent_rows_computed() - before, 2 * tokens);  // of B * S = 234 rows per direction
+      EXPECT_LE((fused - expected).abs().max().item<double>(), 1e-14);
+      EXPECT_LE((fused_hidden - state.hidden).abs().max().item<double>(), 1e-14);
+      const std::vector<torch::Tensor> fused_gradients =
+          torch::autograd::grad({(fused * probe).sum() + (fused_hidden * state_probe).sum()}, inputs);
+      EXPECT_EQ(fused_recurrent_rows_computed() - before, 4 * tokens);
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const double scale = expected_gradients[i].abs().max().item<double>();
+        EXPECT_GT(scale, 0.0) << i;
+        EXPECT_LE((fused_gradients[i] - expected_gradients[i]).abs().max().item<double>(), 1e-13 * std::max(1.0, scale))
+            << options::enum_name(cell) << " input " << i << " threads " << run.threads << " one node " << run.one_node;
+      }
     }
   }
   torch::set_num_threads(threads_before);

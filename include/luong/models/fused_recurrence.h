@@ -1,6 +1,6 @@
 #pragma once
 // The recurrences of training, each as one autograd node with a hand-written backward pass through
-// time: a GRU or LSTM layer over a padded batch in either direction (the encoder's layers) and the
+// time: a GRU or LSTM layer over a padded batch in one direction or both (the encoder's layers) and the
 // teacher-forced LuongDecoder and the notebook's Decoder with any attention (global, local-m or
 // local-p; dot, general, concat or location: models/fused_attention.h). At the notebook's sizes (hidden 64, batch 32)
 // LibTorch spends most of a training step recording and replaying ~100 tiny autograd ops per time
@@ -47,6 +47,14 @@ struct FusedLayerOutput {
 /// product over all steps.
 FusedLayerOutput fused_recurrent_layer(const torch::Tensor& x, const torch::Tensor& lengths, const CellWeights& weights,
                                        bool lstm, bool reverse);
+
+/// Both directions of a bidirectional GRU or LSTM layer (forwards, then backwards as
+/// fused_recurrent_layer's `reverse`) as one autograd node: x [B, S, I], lengths [B] -> outputs
+/// [B, S, 2H] (the forward direction's, then the backward's), hidden (and cell for LSTM) [2, B, H].
+/// The same function as the two directions apart, concatenated; the directions run side by side on
+/// the intra-op threads.
+FusedLayerOutput fused_bidirectional_layer(const torch::Tensor& x, const torch::Tensor& lengths,
+                                           const CellWeights& forwards, const CellWeights& backwards, bool lstm);
 
 /// The batch rows that the fused recurrences' steps have run, forward and backward, since the process
 /// started. They run real tokens only (models/step_buffers.h, PackedRows): a test or benchmark reads

@@ -29,6 +29,8 @@ bool onednn_float32_is_faster_here();
 int64_t onednn_float32_products_run();
 
 namespace detail {
+/// Whether the current choice sends a float32 [m, k] x [k, n] product to oneDNN.
+bool onednn_chosen_for(int64_t m, int64_t k, int64_t n);
 /// Whether a b (into `out`, when given: its rows must have unit column stride) goes to oneDNN under
 /// the current choice.
 bool use_onednn(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& out = {});
@@ -93,6 +95,14 @@ struct MatrixProducts {
     return t.scalar_type() == torch::kBFloat16 ? t : t.to(torch::kBFloat16);
   }
 };
+
+/// nn::Linear's function, differentiable: x [..., I], weight [O, I] (any strides), bias [O] or
+/// undefined -> [..., O]. Where the forward product goes to oneDNN (float32 on the CPU, autocast off,
+/// by Float32Products' choice and the product's size), one autograd node whose forward and backward
+/// products all go through MatrixProducts, with the weight made dense once per call: autograd's
+/// Linear multiplies in MKL (LibTorch's mm), at half oneDNN's rate on Zen 5 for the encoder's bridge.
+/// Elsewhere torch::linear itself. No double backward through the node.
+torch::Tensor linear_through_products(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {});
 
 /// How a fused kernel is called: its products in bf16 under bf16 precision for a float32 model, and
 /// then its inputs in float32 whatever dtype autocast gave the module ops before it. The kernel runs

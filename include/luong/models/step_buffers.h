@@ -25,9 +25,10 @@ inline torch::Tensor step_rows(const torch::Tensor& buffer, int64_t t, int64_t b
 }
 
 /// How many contiguous blocks of rows for_row_blocks splits a batch into: one per intra-op thread, of at
-/// least 8 rows.
-inline int64_t row_block_count(int64_t batch) {
-  return std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), batch / 8));
+/// least 8 rows. With `lanes` independent recurrences over the same rows (a bidirectional layer's two
+/// directions), the threads are shared among the lanes: each lane's blocks are that much larger.
+inline int64_t row_block_count(int64_t batch, int64_t lanes = 1) {
+  return std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads() / lanes, batch / 8));
 }
 
 /// Runs body(first, count) over contiguous blocks of batch rows, one block per intra-op thread. The
@@ -117,8 +118,17 @@ class PackedRows {
   /// body(block, first, rows) for every block, one per intra-op thread, as for_row_blocks.
   template <typename Body>
   void for_blocks(const Body& body) const {
-    at::parallel_for(0, blocks_, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t k = begin; k < end; ++k) body(k, first(k), rows(k));
+    for_lane_blocks(1, [&](int64_t, int64_t block, int64_t first, int64_t rows) { body(block, first, rows); });
+  }
+  /// body(lane, block, first, rows) for every block of each of `lanes` independent recurrences over
+  /// these rows, the lanes x blocks tasks shared over the intra-op threads.
+  template <typename Body>
+  void for_lane_blocks(int64_t lanes, const Body& body) const {
+    at::parallel_for(0, lanes * blocks_, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        const int64_t k = task % blocks_;
+        body(task / blocks_, k, first(k), rows(k));
+      }
     });
   }
 
