@@ -230,6 +230,7 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
   // projection over them at once ([N, G H], packed), each step's products on each block's active rows.
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& lengths_in,
                                at::TensorList weights, bool lstm, bool reverse, bool bf16) {
+    RECORD_FUNCTION("luong::RecurrentLayerFunction::forward", std::vector<c10::IValue>());  // (named in LibTorch's profiler)
     const int64_t G = lstm ? 4 : 3, Z = lstm ? 5 : 4;  // gates, saved values per unit
     const int64_t D = static_cast<int64_t>(weights.size()) / 4;
     const MatrixProducts products{bf16};
@@ -668,6 +669,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
                                const torch::Tensor& wc_weight, const torch::Tensor& wc_bias,
                                const torch::Tensor& mask, const torch::Tensor& between_mask,
                                const AttentionConfig& attention_config, double scale, bool lstm, bool bf16) {
+    RECORD_FUNCTION("luong::LuongTeacherForcedFunction::forward", std::vector<c10::IValue>());  // (named in LibTorch's profiler)
     const int64_t B = embedded_in.size(0), T = embedded_in.size(1), E = embedded_in.size(2);
     const torch::Tensor target_lengths = decoder_lengths(target_lengths_in, B, T);
     const PackedRows packed(target_lengths, T);
@@ -816,6 +818,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
                                at::TensorList cell_weights, at::TensorList attention_parameters,
                                const torch::Tensor& between_mask, const AttentionConfig& attention_config, double scale,
                                bool lstm, bool bf16) {
+    RECORD_FUNCTION("luong::BahdanauTeacherForcedFunction::forward", std::vector<c10::IValue>());  // (named in LibTorch's profiler)
     const int64_t B = embedded_in.size(0), T = embedded_in.size(1), E = embedded_in.size(2);
     const torch::Tensor target_lengths = decoder_lengths(target_lengths_in, B, T);
     const PackedRows packed(target_lengths, T);

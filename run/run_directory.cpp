@@ -30,6 +30,7 @@ RunPaths::RunPaths(std::string run_dir) : dir(std::move(run_dir)) {
   averaged_model = (d / "averaged_model.pt").string();
   ema_model = (d / "ema_model.pt").string();
   truecase = (d / "target.truecase").string();
+  profile = (d / "profile.json").string();
 }
 
 TrainedModel load_trained_model(const std::string& run_dir, const torch::Device& device, WeightsChoice weights) {

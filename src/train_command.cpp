@@ -14,7 +14,7 @@ int train_command(int argc, char** argv) {
   add_flags(parser, run::TrainConfig{});
   parser.add_options("training")
       ("config", "start from this config.json (flags given here override it)", cxxopts::value<std::string>())
-      ("resume", "continue the run in --out from its last checkpoint (only runtime, --epochs, --lr, --clip and --patience may change)");
+      ("resume", "continue the run in --out from its last checkpoint (only runtime, --epochs, --max-time, --precision, --lr, --clip, --patience and --profile-steps may change)");
   training::DistributedOptions distributed = training::DistributedOptions::from_environment();
   add_flags(parser, distributed);
   cxxopts::ParseResult result;

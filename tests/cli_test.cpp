@@ -137,6 +137,34 @@ TEST(CliTest, TrainEvaluateTranslateTrace) {
   EXPECT_EQ(read_file(csv).substr(0, 6), "q,k,w\n");
 }
 
+// --profile-steps: the table of the training thread's operations (the fused kernels' forward passes
+// and backward nodes among them) after the warm-up steps, and the same steps as a Chrome trace.
+TEST(CliTest, ProfileStepsPrintsWhereTheTimeGoesAndWritesTheTrace) {
+  const std::string dir = temp_run("profile");
+  const CommandResult train = run("train " + kSmall + "--epochs 2 --profile-steps 3 --out " + dir);
+  ASSERT_EQ(train.status, 0) << train.out;
+  EXPECT_EQ(train.out.find("ERROR"), std::string::npos) << train.out;
+  const std::size_t table = train.out.find("profile: 3 steps, ");
+  ASSERT_NE(table, std::string::npos) << train.out;
+  EXPECT_EQ(train.out.find("profile: ", table + 1), train.out.find("profile: the Chrome trace")) << "one table";
+  for (const char* operation : {"luong::RecurrentLayerFunction::forward", "backward: RecurrentLayerFunction",
+                                "luong::LuongTeacherForcedFunction::forward", "backward: LuongTeacherForcedFunction"}) {
+    EXPECT_NE(train.out.find(operation, table), std::string::npos) << operation << "\n" << train.out;
+  }
+  const Json trace = Json::parse(read_file(dir + "/profile.json"));
+  int kernel_forwards = 0, optimizer_steps = 0;
+  for (const Json& event : trace.at("traceEvents")) {
+    if (!event.contains("name")) continue;
+    kernel_forwards += event.at("name") == "luong::LuongTeacherForcedFunction::forward";
+    optimizer_steps += event.at("name") == "luong::FusedAdam::fused_step";
+  }
+  EXPECT_EQ(kernel_forwards, 3);
+  EXPECT_EQ(optimizer_steps, 3);
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
+  }
+}
+
 TEST(CliTest, ResumeGivesTheParametersOfAnUninterruptedRun) {
   const std::string straight = temp_run("straight");
   const std::string halves = temp_run("halves");

@@ -17,6 +17,7 @@
 #include "luong/training/epoch_end.h"
 #include "luong/training/prepared_data.h"
 #include "luong/training/schedule.h"
+#include "luong/training/step_profile.h"
 #include "luong/training/train_step.h"
 #include "luong/training/weight_average.h"
 #include "luong/util/atomic_file.h"
@@ -150,6 +151,7 @@ struct Session {
   TrainerState state;
   std::vector<options::Change> resume_changes;  ///< not yet recorded in config.json
   std::int64_t resumed_after = 0;
+  bool profiled = false;  ///< --profile-steps has run (in the first epoch this process trained)
   bool is_main() const { return parallel == nullptr || parallel->is_main(); }
   Checkpointer checkpointer() const { return Checkpointer(paths, config.average_last); }
 };
@@ -284,6 +286,15 @@ struct EpochOutcome {
   bool interrupted = false;  ///< SIGINT; when complete, it came with the epoch's last batch
 };
 
+// --profile-steps: the table on stderr, once the window has run (the trace is already written).
+void report_profile(Session& s, StepProfiler& profiler) {
+  const StepProfile profile = profiler.finish();
+  if (profile.steps == 0) return;
+  s.profiled = true;
+  print_step_profile(profile, stderr);
+  std::fprintf(stderr, "profile: the Chrome trace of those steps is in %s\n", s.paths.profile.c_str());
+}
+
 // One epoch's batches, from where the checkpoint left off.
 EpochOutcome run_epoch(Session& s, std::int64_t epoch, TrainStep& step) {
   const auto plan = epoch_plan(s, epoch);
@@ -296,8 +307,12 @@ EpochOutcome run_epoch(Session& s, std::int64_t epoch, TrainStep& step) {
   std::int64_t tokens_done = s.state.partial_tokens, timed_tokens = 0;
   const auto start = std::chrono::steady_clock::now();
   bool interrupted_at_end = false;
-  for (std::size_t i = static_cast<std::size_t>(s.state.batches_done); i < plan.size(); ++i) {
+  const std::int64_t first_batch = s.state.batches_done;
+  const std::int64_t warm_up = std::min<std::int64_t>(10, (static_cast<std::int64_t>(plan.size()) - first_batch) / 2);
+  StepProfiler profiler(first_batch + warm_up, s.profiled || !s.is_main() ? 0 : s.config.profile_steps, s.paths.profile);
+  for (std::size_t i = static_cast<std::size_t>(first_batch); i < plan.size(); ++i) {
     const std::int64_t batch_tokens = target_tokens(plan[i]);
+    profiler.before_step(static_cast<std::int64_t>(i));
     set_learning_rate(*s.optimizer, learning_rate(s.config, epoch, s.state));
     const TrainStep::Result result = step.run(plan[i], g_interrupted.load(), i + 1 == plan.size());
     if (result.applied) {
@@ -321,12 +336,14 @@ EpochOutcome run_epoch(Session& s, std::int64_t epoch, TrainStep& step) {
     // A stop on the last batch ends the epoch as usual: a checkpoint cannot resume an epoch with no batch left.
     if (result.interrupted && i + 1 < plan.size()) {
       progress.finish();
+      report_profile(s, profiler);
       save_interrupted(s, epoch, i + 1, loss, tokens_done);
       return {{}, false, true};
     }
     interrupted_at_end = result.interrupted;
   }
   progress.finish();
+  report_profile(s, profiler);
   const double mean = loss.mean();
   if (!std::isfinite(mean)) {  // on a GPU, where the steps do not wait to check each loss
     throw Error("non-finite loss in epoch " + std::to_string(epoch) + "; the last good checkpoint in " +

@@ -32,7 +32,7 @@ namespace luong::run {
 struct RunPaths {
   explicit RunPaths(std::string run_dir);
   std::string dir, config, source_vocab, target_vocab, source_spm, target_spm, model, best_model, checkpoint,
-      loss_csv, loss_png, test, dev, lock, epochs, averaged_model, ema_model, truecase;
+      loss_csv, loss_png, test, dev, lock, epochs, averaged_model, ema_model, truecase, profile;
 };
 
 /// Which weights of a run to load.

@@ -105,6 +105,10 @@ enum class Schedule { kConstant, kHalveAfter, kInverseSqrt, kPlateau };
   X(bool, shuffle, true, "!no-shuffle", "training", "keep the corpus order (the Python reference's)",              \
     ::luong::options::kAnyValue, kFixed)                                                                           \
   X(std::int64_t, epochs, 10, "epochs", "training", "epochs", ::luong::options::closed(1, 1e6), kMayChange)        \
+  X(std::int64_t, profile_steps, 0, "profile-steps", "training",                                                   \
+    "profile this many steps of the first epoch run (after up to 10 warm-up steps) with LibTorch's profiler: "     \
+    "where a step's time goes on stderr, the Chrome trace in profile.json", ::luong::options::closed(0, 1e6),      \
+    kMayChange)                                                                                                    \
   X(std::int64_t, max_time, 0, "max-time", "training",                                                             \
     "seconds of training at most: no epoch starts that would end past them (0 = no limit)",                        \
     ::luong::options::closed(0, 1e9), kMayChange)                                                                  \
