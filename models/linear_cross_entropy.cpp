@@ -39,7 +39,7 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& weight_in,
                                const torch::Tensor& bias_in, const torch::Tensor& targets_in, double smoothing,
                                bool bf16) {
-    RECORD_FUNCTION("luong::LinearCrossEntropyFunction::forward", std::vector<c10::IValue>());  // (named in LibTorch's profiler)
+    RECORD_FUNCTION("luong::LinearCrossEntropyFunction::forward", std::vector<c10::IValue>());
     const MatrixProducts products{bf16};
     const torch::Tensor x = x_in.detach().contiguous(), bias = bias_in.detach();
     const torch::Tensor weight = products.operand(weight_in.detach()), x_operand = products.operand(x);

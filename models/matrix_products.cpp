@@ -126,7 +126,7 @@ struct LinearFunction : torch::autograd::Function<LinearFunction> {
   // x [M, I], weight [O, I] (dense), bias [O] or empty -> [M, O]
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
                                const torch::Tensor& bias) {
-    RECORD_FUNCTION("luong::LinearFunction::forward", std::vector<c10::IValue>());  // (named in LibTorch's profiler)
+    RECORD_FUNCTION("luong::LinearFunction::forward", std::vector<c10::IValue>());
     const MatrixProducts products;
     ctx->save_for_backward({x, weight});
     ctx->saved_data["bias"] = bias.numel() > 0;

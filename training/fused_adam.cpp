@@ -110,7 +110,7 @@ void FusedAdam::step_scaled(const torch::Tensor& gradient_scale) {
 }
 
 void FusedAdam::fused_step(double gradient_scale) {
-  RECORD_FUNCTION("luong::FusedAdam::fused_step", std::vector<c10::IValue>());  // (named in LibTorch's profiler)
+  RECORD_FUNCTION("luong::FusedAdam::fused_step", std::vector<c10::IValue>());
   torch::NoGradGuard no_grad;
   for (auto& group : param_groups()) {
     const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());

@@ -7,7 +7,7 @@
 namespace luong::training {
 
 GradientClip gradient_clip(const std::vector<torch::Tensor>& parameters, double max_norm) {
-  RECORD_FUNCTION("luong::gradient_clip", std::vector<c10::IValue>());  // (named in LibTorch's profiler)
+  RECORD_FUNCTION("luong::gradient_clip", std::vector<c10::IValue>());
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> norms;
   for (const torch::Tensor& p : parameters) {
