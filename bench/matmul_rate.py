@@ -5,6 +5,8 @@ The fused kernels run two kinds of product (models/fused_recurrence.cpp):
   per step     each intra-op thread runs its own block of batch rows through every time step, so
                these are [batch / threads, K] x [K, N] products on one core each: timed on 1 thread
                and multiplied by the thread count (the cores share nothing but memory bandwidth);
+               a bidirectional encoder layer's two directions share the threads, so its blocks are
+               twice as large ([batch, K] at 2 threads: each thread runs one direction);
   whole        the input projections over all steps, every weight gradient (one product over all
                steps) and the output projection: [rows of the batch, K] x [K, N] on all threads.
 Each product's forward and its two backward products (input gradient: the same kind; weight
@@ -57,12 +59,14 @@ def products(args):
     g = 3 * h
     d = 2 if args.bidirectional else 1
     rows = -(-args.batch // args.threads) if args.split == "rows" else args.batch
+    # A bidirectional layer's two directions share the threads: each gets half, in blocks of rows.
+    encoder_rows = -(-args.batch // max(1, args.threads // d)) if args.split == "rows" else args.batch
     src, tgt = args.batch * args.source_length, args.batch * args.target_length
     out = []
     for layer in range(args.layers):
         inputs = h if layer == 0 else d * h
         out.append((f"encoder {layer} input", d, "whole", src, inputs, g, "source"))
-        out.append((f"encoder {layer} recurrent", d, "step", rows, h, g, "source"))
+        out.append((f"encoder {layer} recurrent", d, "step", encoder_rows, h, g, "source"))
     if args.bidirectional:
         out.append(("bridge", 1, "whole", src, 2 * h, h, "source"))
     out.append(("decoder 0 embedding", 1, "whole", tgt, e, g, "target"))
