@@ -432,6 +432,11 @@ struct DecoderStack {
   std::vector<torch::Tensor> w_ih_t, w_hh_t;          // their transposes
   std::vector<torch::Tensor> states, cells, saved, inputs;
   torch::Tensor between;                              // [L - 1, T, B, H] or empty
+  // Layer 0's input weights split at the embeddings: w_ih[0][:, :E] and w_ih[0][:, E:] (the part the
+  // kernel feeds per step). Copied once, in the forward pass, and kept for the backward: as column
+  // slices every product with them would run on MKL (oneDNN would copy a strided operand per
+  // product), at about half oneDNN's rate on AMD (docs/BENCHMARKS.md, 2026-12-03 evening).
+  torch::Tensor w_embed, w_feed;
 
   DecoderStack(at::TensorList cell_weights, const torch::Tensor& h0, const torch::Tensor& c0,
                const torch::Tensor& between_mask, int64_t steps, bool is_lstm, bool bf16)
@@ -457,6 +462,9 @@ struct DecoderStack {
       inputs.push_back(masked_between ? torch::zeros({T, B, H}, opts) : states[l - 1].narrow(0, 1, T));
     }
     detach_weights(cell_weights);
+    const int64_t E = w_ih[0].size(1) - H;
+    w_embed = w_ih[0].narrow(1, 0, E).contiguous();
+    w_feed = w_ih[0].narrow(1, E, H).contiguous();
   }
 
   // w_ih, w_hh, b_ih, b_hh per layer: the parameters (forward) or the operands save() kept (backward).
@@ -476,6 +484,8 @@ struct DecoderStack {
     std::vector<torch::Tensor> operands;
     for (int64_t l = 0; l < L; ++l) operands.insert(operands.end(), {w_ih[l], w_hh[l], b_ih[l], b_hh[l]});
     ctx->saved_data["stack_weights"] = operands;
+    ctx->saved_data["w_embed"] = w_embed;
+    ctx->saved_data["w_feed"] = w_feed;
     ctx->saved_data["states"] = states;
     ctx->saved_data["cells"] = cells;
     ctx->saved_data["saved"] = saved;
@@ -490,19 +500,13 @@ struct DecoderStack {
         cells(ctx->saved_data["cells"].toTensorVector()),
         saved(ctx->saved_data["saved"].toTensorVector()),
         inputs(ctx->saved_data["inputs"].toTensorVector()),
-        between(ctx->saved_data["between"].toTensor()) {
+        between(ctx->saved_data["between"].toTensor()),
+        w_embed(ctx->saved_data["w_embed"].toTensor()),
+        w_feed(ctx->saved_data["w_feed"].toTensor()) {
     L = static_cast<int64_t>(states.size()), T = states[0].size(0) - 1, B = states[0].size(1), H = states[0].size(2);
     lstm = ctx->saved_data["lstm"].toBool(), G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
     masked_between = between.numel() > 0;
     detach_weights(ctx->saved_data["stack_weights"].toTensorVector());
-  }
-
-  // Layer 0's input weights w_ih[:, offset:offset + width] (the embeddings' part, or the part the
-  // kernel feeds per step), copied once per call: as a column slice every product with it would run
-  // on MKL (oneDNN would copy a strided operand per product), at about half oneDNN's rate on AMD
-  // (docs/BENCHMARKS.md, 2026-12-03 evening).
-  torch::Tensor layer0_input_columns(int64_t offset, int64_t width) const {
-    return w_ih[0].narrow(1, offset, width).contiguous();
   }
 
   // Step t for rows [first, first + rows): gi holds layer 0's input gates (x W_ih^T + b_ih); runs
@@ -685,11 +689,11 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const torch::TensorOptions opts = in.embedded.options();
     const torch::Tensor emb = in.embedded.transpose(0, 1).contiguous();  // [T, B, E]
     // The embeddings' share of layer 0's gates, for the real tokens at once: [N, G H].
-    const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.layer0_input_columns(0, E).t());
+    const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.w_embed.t());
     torch::Tensor attentional = torch::zeros({T + 1, B, H}, opts);  // h~_0 .. h~_T (masked)
     torch::Tensor unmasked = masked ? torch::empty({T, B, H}, opts) : torch::empty({0}, opts);
     const torch::Tensor drop = masked ? packed.to_kernel(mask).transpose(0, 1).contiguous() : mask;  // [T, B, H]
-    const torch::Tensor w_feed_t = stack.layer0_input_columns(E, H).t();
+    const torch::Tensor w_feed_t = stack.w_feed.t();
     const torch::Tensor wc_operand = products.operand(wc_weight.detach());
     const torch::Tensor wc_t = wc_operand.t(), bias_c = wc_bias.detach();
     const torch::Tensor& top = stack.states[stack.L - 1];
@@ -739,7 +743,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const torch::Tensor drop = ctx->saved_data["drop"].toTensor();
     const torch::Tensor wc_operand = ctx->saved_data["wc_operand"].toTensor();
     const bool masked = drop.numel() > 0;
-    const int64_t T = stack.T, B = stack.B, H = stack.H, E = emb.size(2);
+    const int64_t T = stack.T, B = stack.B, H = stack.H;
     const PackedRows packed = saved_rows(ctx, T);
     const torch::TensorOptions opts = emb.options();
     const torch::Tensor d_features = packed.to_kernel(grads[0]).transpose(0, 1).contiguous();  // [T, B, H]
@@ -748,7 +752,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
-    const torch::Tensor w_feed = stack.layer0_input_columns(E, H);
+    const torch::Tensor& w_feed = stack.w_feed;
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
       packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
@@ -790,7 +794,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     });
     // The whole-batch products, over the real tokens.
     const torch::Tensor dgi0 = packed.real(dgi[0]);
-    const torch::Tensor w_embed = stack.layer0_input_columns(0, E);
+    const torch::Tensor& w_embed = stack.w_embed;
     variable_list result = {packed.unpacked(products.mm(dgi0, w_embed)).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
     DecoderInputs::restore_order(packed, result);
@@ -833,8 +837,8 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     const torch::TensorOptions opts = in.embedded.options();
     const torch::Tensor emb = in.embedded.transpose(0, 1).contiguous();  // [T, B, E]
     // The embeddings' share of layer 0's gates, for the real tokens at once: [N, G H].
-    const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.layer0_input_columns(0, E).t());
-    const torch::Tensor w_context_t = stack.layer0_input_columns(E, H).t();
+    const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.w_embed.t());
+    const torch::Tensor w_context_t = stack.w_feed.t();
     const torch::Tensor& top = stack.states[stack.L - 1];
     const torch::Tensor& ch = attention.contexts();  // [c_t; h_{t-1}]
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced", [&] {
@@ -867,7 +871,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     const DecoderStack stack(ctx);
     StepAttention attention(ctx);
     const torch::Tensor emb = ctx->saved_data["emb"].toTensor();
-    const int64_t T = stack.T, B = stack.B, H = stack.H, E = emb.size(2);
+    const int64_t T = stack.T, B = stack.B, H = stack.H;
     const PackedRows packed = saved_rows(ctx, T);
     const torch::TensorOptions opts = emb.options();
     const torch::Tensor d_features = packed.to_kernel(grads[0]).transpose(0, 1).contiguous();  // [T, B, H]
@@ -875,7 +879,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
-    const torch::Tensor w_context = stack.layer0_input_columns(E, H);
+    const torch::Tensor& w_context = stack.w_feed;
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced_backward", [&] {
       packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
@@ -905,7 +909,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     });
     // The whole-batch products, over the real tokens.
     const torch::Tensor dgi0 = packed.real(dgi[0]);
-    const torch::Tensor w_embed = stack.layer0_input_columns(0, E);
+    const torch::Tensor& w_embed = stack.w_embed;
     variable_list result = {packed.unpacked(products.mm(dgi0, w_embed)).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
     DecoderInputs::restore_order(packed, result);
