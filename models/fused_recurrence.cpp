@@ -220,13 +220,16 @@ struct DirectionBuffers {
   torch::Tensor saved;       // [S, B, Z H] by slot: the gate values the backward pass needs
 };
 
+// Whether direction d of D runs backwards: a bidirectional layer's second, or a single one when asked.
+bool runs_backwards(int64_t d, int64_t D, bool reverse) { return D == 2 ? d == 1 : reverse; }
+
 // Saved-data keys of direction d.
 std::string direction_key(const char* name, int64_t d) { return name + std::to_string(d); }
 
 struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction> {
   // x [B, S, I], lengths [B], weights w_ih, w_hh, b_ih, b_hh of D = 1 or 2 directions (the second
   // runs backwards; a single one backwards when `reverse`) -> outputs [B, S, D H] (the directions
-  // side by side), final h [B, H] for one direction or [D, B, H] (and c alike for LSTM, else empty).
+  // side by side), final h [D, B, H] (and c alike for LSTM, else empty).
   // Inside, the rows are in PackedRows's order and only real tokens are computed: the input
   // projection over them at once ([N, G H], packed), each step's products on each block's active rows.
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& lengths_in,
@@ -247,7 +250,7 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
     std::vector<torch::Tensor> gi, w_hh_t, bias_hh;
     for (int64_t d = 0; d < D; ++d) {
       const torch::Tensor* w = &weights[static_cast<std::size_t>(4 * d)];  // w_ih, w_hh, b_ih, b_hh
-      DirectionBuffers dir{{B, S, x_in.size(2), H, D == 2 ? d == 1 : reverse},
+      DirectionBuffers dir{{B, S, x_in.size(2), H, runs_backwards(d, D, reverse)},
                            products.operand(w[0].detach()),
                            products.operand(w[1].detach()),
                            torch::zeros({S + 1, B, H}, x.options()),
@@ -312,12 +315,9 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
       last_states.push_back(dir.states[S]);
       if (lstm) last_cells.push_back(dir.cells[S]);
     }
-    const auto finals = [&](const std::vector<torch::Tensor>& per_direction) {
-      return D == 1 ? packed.to_caller(per_direction[0]) : packed.to_caller(torch::stack(per_direction), 1);
-    };
     // (autograd outputs must be defined: a GRU's cell output is an empty tensor)
-    return {packed.to_caller(outputs.transpose(0, 1)), finals(last_states),
-            lstm ? finals(last_cells) : torch::empty({0}, x.options())};
+    return {packed.to_caller(outputs.transpose(0, 1)), packed.to_caller(torch::stack(last_states), 1),
+            lstm ? packed.to_caller(torch::stack(last_cells), 1) : torch::empty({0}, x.options())};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -329,8 +329,9 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
       const torch::Tensor states = ctx->saved_data[direction_key("states", d)].toTensor();
       const torch::Tensor w_ih = ctx->saved_data[direction_key("w_ih", d)].toTensor();
       const torch::Tensor w_hh = ctx->saved_data[direction_key("w_hh", d)].toTensor();
-      directions.push_back({{states.size(1), states.size(0) - 1, w_ih.size(1), w_hh.size(1), D == 2 ? d == 1 : reverse},
-                            w_ih, w_hh, states, ctx->saved_data[direction_key("cells", d)].toTensor(),
+      const SequenceShape direction_shape{states.size(1), states.size(0) - 1, w_ih.size(1), w_hh.size(1),
+                                          runs_backwards(d, D, reverse)};
+      directions.push_back({direction_shape, w_ih, w_hh, states, ctx->saved_data[direction_key("cells", d)].toTensor(),
                             ctx->saved_data[direction_key("saved", d)].toTensor()});
     }
     const SequenceShape& shape = directions[0].shape;
@@ -342,8 +343,7 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
                                                        : torch::zeros({S, B, D * H}, opts);
     // The final states' gradients, [D, B, H] in the kernel's row order.
     const auto final_gradient = [&](const torch::Tensor& g) {
-      if (!g.defined()) return torch::zeros({D, B, H}, opts);
-      return D == 1 ? packed.to_kernel(g).unsqueeze(0) : packed.to_kernel(g, 1);
+      return g.defined() ? packed.to_kernel(g, 1) : torch::zeros({D, B, H}, opts);
     };
     const torch::Tensor d_last = final_gradient(grads[1]);
     const torch::Tensor d_cell = final_gradient(lstm ? grads[2] : torch::Tensor());
@@ -938,6 +938,18 @@ std::vector<torch::Tensor> flat_weights(const std::vector<CellWeights>& layers) 
   return flat;
 }
 
+// One or two directions of a layer through RecurrentLayerFunction: outputs [B, S, D H], hidden (and
+// cell) [D, B, H].
+FusedLayerOutput recurrent_layer(const torch::Tensor& x, const torch::Tensor& lengths,
+                                 const std::vector<CellWeights>& directions, bool lstm, bool reverse) {
+  TORCH_CHECK(x.device().is_cpu(), "the fused recurrent layer runs on the CPU");
+  const FusedKernelCall call(directions.at(0).w_ih);
+  const std::vector<torch::Tensor> flat = flat_weights(directions);
+  variable_list out =
+      RecurrentLayerFunction::apply(call.input(x), lengths, at::TensorList(flat), lstm, reverse, call.bf16);
+  return {out[0], out[1], lstm ? out[2] : torch::Tensor()};
+}
+
 }  // namespace
 
 int64_t fused_recurrent_rows_computed() { return rows_computed.load(); }
@@ -950,22 +962,13 @@ std::pair<torch::Tensor, torch::Tensor> fused_gru_sequence(const torch::Tensor& 
 
 FusedLayerOutput fused_recurrent_layer(const torch::Tensor& x, const torch::Tensor& lengths, const GruWeights& weights,
                                        bool lstm, bool reverse) {
-  TORCH_CHECK(x.device().is_cpu(), "fused_recurrent_layer runs on the CPU");
-  const FusedKernelCall call(weights.w_ih);
-  const std::vector<torch::Tensor> flat = flat_weights({weights});
-  variable_list out =
-      RecurrentLayerFunction::apply(call.input(x), lengths, at::TensorList(flat), lstm, reverse, call.bf16);
-  return {out[0], out[1], lstm ? out[2] : torch::Tensor()};
+  const FusedLayerOutput out = recurrent_layer(x, lengths, {weights}, lstm, reverse);
+  return {out.outputs, out.hidden[0], lstm ? out.cell[0] : torch::Tensor()};
 }
 
 FusedLayerOutput fused_bidirectional_layer(const torch::Tensor& x, const torch::Tensor& lengths,
                                            const CellWeights& forwards, const CellWeights& backwards, bool lstm) {
-  TORCH_CHECK(x.device().is_cpu(), "fused_bidirectional_layer runs on the CPU");
-  const FusedKernelCall call(forwards.w_ih);
-  const std::vector<torch::Tensor> flat = flat_weights({forwards, backwards});
-  variable_list out =
-      RecurrentLayerFunction::apply(call.input(x), lengths, at::TensorList(flat), lstm, false, call.bf16);
-  return {out[0], out[1], lstm ? out[2] : torch::Tensor()};
+  return recurrent_layer(x, lengths, {forwards, backwards}, lstm, false);
 }
 
 torch::Tensor fused_luong_teacher_forced(const torch::Tensor& embedded, const torch::Tensor& h0, const torch::Tensor& c0,
