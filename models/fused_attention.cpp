@@ -121,6 +121,8 @@ StepAttention::StepAttention(const AttentionConfig& config, double scale, at::Te
     position_vector_ = next(false).reshape({H_}), position_offset_ = next(false);
   }
   TORCH_CHECK(i == parameters.size(), "fused attention: ", parameters.size(), " parameters, ", i, " expected");
+  if (query_weight_.defined()) query_step_ = products_.step_operand(query_weight_.t());
+  if (position_weight_.defined()) position_step_ = products_.step_operand(position_weight_.t());
   // Zero where the decoder skips a row's steps past its target's end: the parameters' gradients are
   // products over all steps.
   const torch::TensorOptions opts = keys_.options();
@@ -169,6 +171,8 @@ StepAttention::StepAttention(AutogradContext* ctx) {
   query_weight_ = parameters[0], score_vector_ = parameters[1], position_weight_ = parameters[2];
   position_bias_ = parameters[3], position_vector_ = parameters[4], position_offset_ = parameters[5];
   P_ = location() ? query_weight_.size(0) : 0;
+  if (concat() || location()) query_step_ = products_.step_operand(query_weight_);
+  if (predictive()) position_step_ = products_.step_operand(position_weight_);
   const torch::TensorOptions opts = keys_.options();
   dkeys_ = torch::zeros_like(keys_), dvalues_ = torch::zeros_like(values_);
   if (concat()) d_query_part_ = torch::zeros({T_, B_, H_}, opts), d_score_vector_ = torch::zeros({T_, B_, H_}, opts);
@@ -212,7 +216,7 @@ StepAttention::Window StepAttention::window(int64_t t, int64_t row) const {
 template <typename scalar_t>
 void StepAttention::position_forward(int64_t t, int64_t first, int64_t rows, const torch::Tensor& query) const {
   torch::Tensor hidden = step_rows(position_hidden_, t, B_, first, rows);
-  products_.addmm_out(hidden, position_bias_, query, position_weight_.t());
+  products_.addmm_out(hidden, position_bias_, query, position_step_);
   hidden.tanh_();
   const scalar_t* z = hidden.data_ptr<scalar_t>();
   const scalar_t* v = position_vector_.data_ptr<scalar_t>();
@@ -230,10 +234,10 @@ void StepAttention::forward_step(int64_t t, int64_t first, int64_t rows, const t
   const int64_t S = S_, H = H_;
   if (concat()) {
     torch::Tensor part = step_rows(query_part_, t, B_, first, rows);
-    products_.mm_out(part, query, query_weight_.t());
+    products_.mm_out(part, query, query_step_);
   }
   torch::Tensor scores = location() ? workspace.scores.narrow(0, 0, rows) : torch::Tensor();
-  if (location()) products_.mm_out(scores, query, query_weight_.t());
+  if (location()) products_.mm_out(scores, query, query_step_);
   if (predictive()) position_forward<scalar_t>(t, first, rows, query);
   const scalar_t* queries = query.data_ptr<scalar_t>();
   const auto scale = static_cast<scalar_t>(scale_);
@@ -389,9 +393,9 @@ void StepAttention::backward_step(int64_t t, int64_t first, int64_t rows, const 
     }
   }
   // The query-side products' gradients, for the block at once.
-  if (concat()) products_.add_mm_(dquery, step_rows(d_query_part_, t, B_, first, rows), query_weight_);
-  if (location()) products_.add_mm_(dquery, step_rows(d_scores_, t, B_, first, rows), query_weight_);
-  if (predictive()) products_.add_mm_(dquery, step_rows(d_position_hidden_, t, B_, first, rows), position_weight_);
+  if (concat()) products_.add_mm_(dquery, step_rows(d_query_part_, t, B_, first, rows), query_step_);
+  if (location()) products_.add_mm_(dquery, step_rows(d_scores_, t, B_, first, rows), query_step_);
+  if (predictive()) products_.add_mm_(dquery, step_rows(d_position_hidden_, t, B_, first, rows), position_step_);
 }
 
 void StepAttention::append_input_gradients(variable_list& out) const {

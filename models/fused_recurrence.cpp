@@ -247,7 +247,8 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
     // for the backward pass.
     const torch::Tensor x_operand = products.operand(packed.real(x));  // [N, I]
     std::vector<DirectionBuffers> directions;
-    std::vector<torch::Tensor> gi, w_hh_t, bias_hh;
+    std::vector<torch::Tensor> gi, bias_hh;
+    std::vector<StepOperand> w_hh_t;
     for (int64_t d = 0; d < D; ++d) {
       const torch::Tensor* w = &weights[static_cast<std::size_t>(4 * d)];  // w_ih, w_hh, b_ih, b_hh
       DirectionBuffers dir{{B, S, x_in.size(2), H, runs_backwards(d, D, reverse)},
@@ -257,7 +258,7 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
                            lstm ? torch::zeros({S + 1, B, H}, x.options()) : torch::Tensor(),
                            torch::empty({S, B, Z * H}, x.options())};
       gi.push_back(products.addmm(w[2], x_operand, dir.w_ih.t()));  // [N, G H]
-      w_hh_t.push_back(dir.w_hh.t());
+      w_hh_t.push_back(products.step_operand(dir.w_hh.t()));
       bias_hh.push_back(w[3].detach());
       directions.push_back(std::move(dir));
     }
@@ -353,6 +354,8 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
       dgh.push_back(lstm ? dgi.back() : torch::empty({N, G * H}, opts));
     }
     const MatrixProducts products{ctx->saved_data["bf16"].toBool()};
+    std::vector<StepOperand> w_hh;
+    for (const DirectionBuffers& dir : directions) w_hh.push_back(products.step_operand(dir.w_hh));
     AT_DISPATCH_FLOATING_TYPES(opts.dtype().toScalarType(), "fused_recurrent_layer_backward", [&] {
       packed.for_lane_blocks(D, [&](int64_t d, int64_t block, int64_t first, int64_t rows) {
         const auto di = static_cast<std::size_t>(d);
@@ -388,7 +391,7 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
             gates_backward(g, z, step_ptr<scalar_t>(dir.states, k) + first * H, dgates,
                            dgates_h.data_ptr<scalar_t>(), dh_step.data_ptr<scalar_t>(), n, H);
           }
-          products.add_mm_(dh_active, dgates_h, dir.w_hh);
+          products.add_mm_(dh_active, dgates_h, w_hh[di]);
           std::swap(dh, dh_step);
         }
         rows_computed += computed;
@@ -429,7 +432,8 @@ struct DecoderStack {
   MatrixProducts products;
   std::vector<torch::Tensor> w_ih, w_hh, b_ih, b_hh;  // detached (w_ih, w_hh as products' operands), per
                                                       // layer (once: a step is microseconds)
-  std::vector<torch::Tensor> w_ih_t, w_hh_t;          // their transposes
+  // The per-step products' right operands: w_ih^T, w_hh^T in the forward pass, w_ih, w_hh backwards.
+  std::vector<StepOperand> step_ih, step_hh;
   std::vector<torch::Tensor> states, cells, saved, inputs;
   torch::Tensor between;                              // [L - 1, T, B, H] or empty
   // Layer 0's input weights split at the embeddings: w_ih[0][:, :E] and w_ih[0][:, E:] (the part the
@@ -461,21 +465,22 @@ struct DecoderStack {
     for (int64_t l = 1; l < L; ++l) {
       inputs.push_back(masked_between ? torch::zeros({T, B, H}, opts) : states[l - 1].narrow(0, 1, T));
     }
-    detach_weights(cell_weights);
+    detach_weights(cell_weights, true);
     const int64_t E = w_ih[0].size(1) - H;
     w_embed = w_ih[0].narrow(1, 0, E).contiguous();
     w_feed = w_ih[0].narrow(1, E, H).contiguous();
   }
 
   // w_ih, w_hh, b_ih, b_hh per layer: the parameters (forward) or the operands save() kept (backward).
-  void detach_weights(at::TensorList weights) {
+  void detach_weights(at::TensorList weights, bool forward) {
     for (int64_t l = 0; l < L; ++l) {
       w_ih.push_back(products.operand(weights[4 * l].detach()));
       w_hh.push_back(products.operand(weights[4 * l + 1].detach()));
       b_ih.push_back(weights[4 * l + 2].detach());
       b_hh.push_back(weights[4 * l + 3].detach());
-      w_ih_t.push_back(w_ih[l].t());
-      w_hh_t.push_back(w_hh[l].t());
+      // (layer 0's input product is the caller's: the embeddings' and the fed part's weights)
+      if (l > 0) step_ih.push_back(products.step_operand(forward ? w_ih[l].t() : w_ih[l]));
+      step_hh.push_back(products.step_operand(forward ? w_hh[l].t() : w_hh[l]));
     }
   }
 
@@ -506,7 +511,7 @@ struct DecoderStack {
     L = static_cast<int64_t>(states.size()), T = states[0].size(0) - 1, B = states[0].size(1), H = states[0].size(2);
     lstm = ctx->saved_data["lstm"].toBool(), G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
     masked_between = between.numel() > 0;
-    detach_weights(ctx->saved_data["stack_weights"].toTensorVector());
+    detach_weights(ctx->saved_data["stack_weights"].toTensorVector(), false);
   }
 
   // Step t for rows [first, first + rows): gi holds layer 0's input gates (x W_ih^T + b_ih); runs
@@ -519,9 +524,9 @@ struct DecoderStack {
         if (masked_between) {
           torch::mul_out(input, step_rows(states[l - 1], t + 1, B, first, rows), step_rows(between[l - 1], t, B, first, rows));
         }
-        products.addmm_out(gi, b_ih[l], input, w_ih_t[l]);
+        products.addmm_out(gi, b_ih[l], input, step_ih[l - 1]);
       }
-      products.addmm_out(gh, b_hh[l], step_rows(states[l], t, B, first, rows), w_hh_t[l]);
+      products.addmm_out(gh, b_hh[l], step_rows(states[l], t, B, first, rows), step_hh[l]);
       scalar_t* h = step_ptr<scalar_t>(states[l], t + 1) + first * H;
       scalar_t* z = step_ptr<scalar_t>(saved[l], t) + first * Z * H;
       if (lstm) {
@@ -582,9 +587,9 @@ struct DecoderStack {
                        step_ptr<scalar_t>(dgi[l], t) + first * G * H, step_ptr<scalar_t>(dgh[l], t) + first * G * H,
                        c.dh[l].data_ptr<scalar_t>(), rows, H);
       }
-      products.add_mm_(c.dh[l], step_rows(dgh[l], t, B, first, rows), w_hh[l]);
+      products.add_mm_(c.dh[l], step_rows(dgh[l], t, B, first, rows), step_hh[l]);
       if (l > 0) {
-        products.mm_out(dh_step, step_rows(dgi[l], t, B, first, rows), w_ih[l]);
+        products.mm_out(dh_step, step_rows(dgi[l], t, B, first, rows), step_ih[l - 1]);
         if (masked_between) dh_step.mul_(step_rows(between[l - 1], t, B, first, rows));
       }
     }
@@ -693,9 +698,10 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     torch::Tensor attentional = torch::zeros({T + 1, B, H}, opts);  // h~_0 .. h~_T (masked)
     torch::Tensor unmasked = masked ? torch::empty({T, B, H}, opts) : torch::empty({0}, opts);
     const torch::Tensor drop = masked ? packed.to_kernel(mask).transpose(0, 1).contiguous() : mask;  // [T, B, H]
-    const torch::Tensor w_feed_t = stack.w_feed.t();
+    const StepOperand w_feed_t = products.step_operand(stack.w_feed.t());
     const torch::Tensor wc_operand = products.operand(wc_weight.detach());
-    const torch::Tensor wc_t = wc_operand.t(), bias_c = wc_bias.detach();
+    const StepOperand wc_t = products.step_operand(wc_operand.t());
+    const torch::Tensor bias_c = wc_bias.detach();
     const torch::Tensor& top = stack.states[stack.L - 1];
     const torch::Tensor& ch = attention.contexts();  // [c_t; h_t]
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced", [&] {
@@ -752,7 +758,8 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
-    const torch::Tensor& w_feed = stack.w_feed;
+    const StepOperand w_feed = products.step_operand(stack.w_feed);
+    const StepOperand wc = products.step_operand(wc_operand);
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
       packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
@@ -780,7 +787,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
                           step_ptr<scalar_t>(dpre, t) + first * H, n * H);
           }
           torch::Tensor dch = dch_rows.narrow(0, 0, n), dh_step = dh_rows.narrow(0, 0, n);
-          products.mm_out(dch, step_rows(dpre, t, B, first, n), wc_operand);
+          products.mm_out(dch, step_rows(dpre, t, B, first, n), wc);
           // dh_step: the query's and Wc's paths to the top layer's h_t.
           attention.backward_step<scalar_t>(t, first, n, step_rows(top, t + 1, B, first, n), dch.data_ptr<scalar_t>(),
                                             dh_step, workspace);
@@ -838,7 +845,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     const torch::Tensor emb = in.embedded.transpose(0, 1).contiguous();  // [T, B, E]
     // The embeddings' share of layer 0's gates, for the real tokens at once: [N, G H].
     const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.w_embed.t());
-    const torch::Tensor w_context_t = stack.w_feed.t();
+    const StepOperand w_context_t = products.step_operand(stack.w_feed.t());
     const torch::Tensor& top = stack.states[stack.L - 1];
     const torch::Tensor& ch = attention.contexts();  // [c_t; h_{t-1}]
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced", [&] {
@@ -879,7 +886,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
-    const torch::Tensor& w_context = stack.w_feed;
+    const StepOperand w_context = products.step_operand(stack.w_feed);
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced_backward", [&] {
       packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {

@@ -1,6 +1,7 @@
 #include "luong/models/matrix_products.h"
 
 #include <ATen/Config.h>
+#include <ATen/Parallel.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -35,6 +36,19 @@ std::atomic<Float32Products>& current_choice() {
 }
 
 std::atomic<int64_t> onednn_products{0};
+std::atomic<int64_t> panel_products{0};
+
+bool panels_from_environment() {
+  const char* value = std::getenv("LUONG_PANEL_PRODUCTS");
+  if (value == nullptr || *value == '\0' || std::strcmp(value, "on") == 0) return true;
+  if (std::strcmp(value, "off") == 0) return false;
+  throw Error(std::string("LUONG_PANEL_PRODUCTS must be on or off, not '") + value + "'");
+}
+
+std::atomic<bool>& panels_enabled() {
+  static std::atomic<bool> enabled{panels_from_environment()};
+  return enabled;
+}
 
 bool amd_with_avx512() {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -74,6 +88,61 @@ bool onednn_float32_is_faster_here() {
 }
 
 int64_t onednn_float32_products_run() { return onednn_products.load(std::memory_order_relaxed); }
+
+bool panel_products_enabled() { return panels_enabled().load(std::memory_order_relaxed); }
+
+void set_panel_products_enabled(bool enabled) { panels_enabled().store(enabled, std::memory_order_relaxed); }
+
+int64_t panel_products_run() { return panel_products.load(std::memory_order_relaxed); }
+
+void read_product_environment() {
+  (void)float32_products();
+  (void)panel_products_enabled();
+}
+
+StepOperand::StepOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
+  const PanelIsa isa = panel_isa_here();
+  if (bf16 || isa == PanelIsa::kNone || !panel_products_enabled() || b.dim() != 2 || b.scalar_type() != torch::kFloat ||
+      !b.device().is_cpu() || b.numel() == 0) {
+    return;
+  }
+  isa_ = isa;
+  const int64_t k = b.size(0), n = b.size(1), width = panel_width(isa);
+  panels_ = torch::empty({panel_floats(isa, k, n)}, b.options());
+  const float* source = b.data_ptr<float>();
+  float* panels = panels_.data_ptr<float>();
+  const int64_t row_stride = b.stride(0), column_stride = b.stride(1);
+  // A panel is k * width floats; a few of them per task keeps small weights on one thread.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (k * width));
+  at::parallel_for(0, (n + width - 1) / width, grain, [&](int64_t first, int64_t last) {
+    pack_panels(isa, source, k, n, row_stride, column_stride, panels, first, last);
+  });
+}
+
+bool StepOperand::multiply(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& init) const {
+  const int64_t m = a.size(0), k = matrix_.size(0), n = matrix_.size(1);
+  if (a.scalar_type() != torch::kFloat || out.scalar_type() != torch::kFloat || a.dim() != 2 || a.size(1) != k ||
+      (a.stride(1) != 1 && k > 1) || out.dim() != 2 || out.size(0) != m || out.size(1) != n || out.stride(1) != 1) {
+    return false;
+  }
+  const float* init_data = nullptr;
+  int64_t init_ld = 0;
+  if (init.defined()) {
+    if (init.scalar_type() != torch::kFloat) return false;
+    if (init.dim() == 2 && init.size(0) == m && init.size(1) == n && init.stride(1) == 1) {
+      init_ld = init.stride(0);
+    } else if (!(init.dim() == 1 && init.size(0) == n && init.stride(0) == 1)) {
+      return false;
+    }
+    init_data = init.data_ptr<float>();
+  }
+  if (m > 0) {
+    panel_product(isa_, a.data_ptr<float>(), m, k, a.stride(0), panels_.data_ptr<float>(), n, out.data_ptr<float>(),
+                  out.stride(0), init_data, init_ld);
+  }
+  panel_products.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
 
 namespace detail {
 

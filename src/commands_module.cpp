@@ -8,6 +8,7 @@
 
 #include "luong/cli/commands.h"
 #include "luong/cli/option_flags.h"
+#include "luong/models/matrix_products.h"
 #include "luong/util/error.h"
 
 namespace {
@@ -47,6 +48,7 @@ extern "C" int luong_commands_run(const char* name, int argc, char** argv) {
   for (const auto& command : kModuleCommands) {
     if (std::strcmp(name, command.name) != 0) continue;
     try {
+      luong::models::read_product_environment();
       return command.run(argc, argv);
     } catch (...) {
       return luong::cli::report_failure(name, describe_failure());

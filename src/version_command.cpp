@@ -63,6 +63,12 @@ int version_command(int, char**) {
       break;
   }
   std::printf("fused kernels' float32 products: %s\n", float32);
+  const models::PanelIsa panels = models::panel_isa_here();
+  std::printf("their per-step float32 products: %s\n",
+              panels == models::PanelIsa::kNone ? "as above (no panel kernel for this processor)"
+              : !models::panel_products_enabled() ? "as above (LUONG_PANEL_PRODUCTS=off)"
+              : panels == models::PanelIsa::kAvx512 ? "panels, AVX-512"
+                                                    : "panels, AVX2");
   return 0;
 }
 

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "luong/models/matrix_products.h"
+#include "luong/models/panel_products.h"
 #include "luong/models/state_dict.h"
 #include "luong/util/json.h"
 #include "run_files.h"
@@ -24,14 +26,16 @@ struct CommandResult {
   std::string out;  // stdout and stderr together
 };
 
-CommandResult run(const std::string& args, const std::string& stdin_text = "") {
+// environment: "NAME=value ..." for this command alone.
+CommandResult run(const std::string& args, const std::string& stdin_text = "", const std::string& environment = "") {
   const fs::path dir = fs::temp_directory_path() / "luong_cli_test";
   fs::create_directories(dir);
   // One input file per call: ctest runs several of these tests at once.
   static int calls = 0;
   const std::string input = (dir / ("stdin." + std::to_string(::getpid()) + "." + std::to_string(calls++))).string();
   std::ofstream(input, std::ios::binary) << stdin_text;
-  const std::string command = std::string(LUONG_BINARY) + " " + args + " <" + input + " 2>&1";
+  const std::string command =
+      (environment.empty() ? "" : "env " + environment + " ") + LUONG_BINARY + " " + args + " <" + input + " 2>&1";
   CommandResult r;
   FILE* pipe = ::popen(command.c_str(), "r");
   char buffer[4096];
@@ -89,6 +93,31 @@ TEST(CliTest, BadInputIsOneLineAndExitTwo) {
   }
   const CommandResult no_tab = run(std::string("train --data ") + test::fixture("no_tab.tsv") + " --out " + temp_run("bad4"));
   EXPECT_NE(no_tab.out.find("no_tab.tsv:2:"), std::string::npos) << no_tab.out;
+}
+
+// `luong version` says which kernels multiply the fused kernels' float32 matrices, and a bad
+// LUONG_PANEL_PRODUCTS ends a command before it starts: one line and exit 2.
+TEST(CliTest, VersionSaysWhichProductKernelsRun) {
+  const models::PanelIsa isa = models::panel_isa_here();
+  const std::string panels = isa == models::PanelIsa::kNone     ? "as above (no panel kernel for this processor)"
+                             : isa == models::PanelIsa::kAvx512 ? "panels, AVX-512"
+                                                                : "panels, AVX2";
+  const CommandResult on = run("version", "", "LUONG_PANEL_PRODUCTS=on");
+  EXPECT_EQ(on.status, 0) << on.out;
+  EXPECT_NE(on.out.find("fused kernels' float32 products: "), std::string::npos) << on.out;
+  EXPECT_NE(on.out.find("their per-step float32 products: " + panels + "\n"), std::string::npos) << on.out;
+  if (isa != models::PanelIsa::kNone) {
+    const CommandResult off = run("version", "", "LUONG_PANEL_PRODUCTS=off");
+    EXPECT_NE(off.out.find("their per-step float32 products: as above (LUONG_PANEL_PRODUCTS=off)\n"),
+              std::string::npos)
+        << off.out;
+  }
+  const std::string dir = temp_run("bad_panels");
+  const CommandResult bad = run("train --data builtin:numbers --out " + dir, "", "LUONG_PANEL_PRODUCTS=sometimes");
+  EXPECT_EQ(bad.status, 2) << bad.out;
+  EXPECT_FALSE(fs::exists(dir)) << "a run started under a bad LUONG_PANEL_PRODUCTS";
+  EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
+  EXPECT_NE(bad.out.find("LUONG_PANEL_PRODUCTS must be on or off, not 'sometimes'"), std::string::npos) << bad.out;
 }
 
 TEST(CliTest, TrainEvaluateTranslateTrace) {

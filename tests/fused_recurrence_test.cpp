@@ -230,6 +230,29 @@ TEST_P(FusedRecurrenceTest, OneDnnFloat32ProductsMatchTheModulePath) {
   expect_within_float_rounding(fused, modules);
 }
 
+// The per-step products in panels (models/panel_products.h, on by default where the processor has a
+// kernel) against the module path, and against the same kernels with the panels off: the products
+// really ran in panels, and none did with them off.
+TEST_P(FusedRecurrenceTest, PanelProductsMatchTheModulePathAndTheLibraries) {
+  if (panel_isa_here() == PanelIsa::kNone) GTEST_SKIP() << "this processor has no panel kernel";
+  Seq2Seq model = make_model(GetParam(), torch::kFloat);
+  const Batch batch = padded_batch();
+  const LossAndGradients modules = run(model, false, batch);
+  const bool before = panel_products_enabled();
+  set_panel_products_enabled(false);
+  const int64_t off_before = panel_products_run();
+  const LossAndGradients library = run(model, true, batch);
+  EXPECT_EQ(panel_products_run(), off_before) << "a product ran in panels with the panels off";
+  set_panel_products_enabled(true);
+  const int64_t on_before = panel_products_run();
+  const LossAndGradients panels = run(model, true, batch);
+  const int64_t products = panel_products_run() - on_before;
+  set_panel_products_enabled(before);
+  EXPECT_GT(products, 0) << "no product ran in panels";
+  expect_within_float_rounding(panels, modules);
+  expect_within_float_rounding(panels, library);
+}
+
 // Every MatrixProducts operation through oneDNN equals MKL's: into a block of rows of a wider buffer,
 // with a transposed weight, accumulating; and `auto` sends a shape below a million multiply-adds to MKL.
 TEST(MatrixProductsTest, OneDnnEqualsMklForEveryOperation) {

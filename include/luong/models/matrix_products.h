@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "luong/models/panel_products.h"
 #include "luong/models/precision.h"
 
 namespace luong::models {
@@ -38,8 +39,41 @@ bool use_onednn(const torch::Tensor& a, const torch::Tensor& b, const torch::Ten
 void onednn_mm(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, bool accumulate);
 }  // namespace detail
 
+/// Whether the fused kernels' per-step float32 products run in panels (panel_products.h) where this
+/// processor has a panel kernel: LUONG_PANEL_PRODUCTS (on or off), else on. Off, they go to the
+/// library Float32Products chooses (the tests hold the two against each other).
+bool panel_products_enabled();
+void set_panel_products_enabled(bool enabled);
+/// The products run in panels in this process (for tests and benchmarks to see that they ran).
+int64_t panel_products_run();
+/// Reads LUONG_FLOAT32_PRODUCTS and LUONG_PANEL_PRODUCTS now (a bad value throws Error), as every
+/// command does first, so that a bad value ends it before it has written anything.
+void read_product_environment();
+
+/// The right operand b [K, N] of a fused kernel's per-step products, all against the same weight: laid
+/// out in panels once per kernel call where the panel kernel takes it (float32 on a CPU with a panel
+/// kernel, panels enabled, products not in bf16), else b itself, for MatrixProducts' libraries.
+class StepOperand {
+ public:
+  StepOperand() = default;
+  StepOperand(const torch::Tensor& b, bool bf16);
+
+  const torch::Tensor& matrix() const { return matrix_; }
+  bool in_panels() const { return panels_.defined(); }
+  /// out = init + a b in panels, init undefined, a row to broadcast or a matrix of out's shape; false
+  /// (nothing done) where an operand's layout does not suit the kernel (rows of unit column stride).
+  bool multiply(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& init) const;
+
+ private:
+  torch::Tensor matrix_, panels_;
+  PanelIsa isa_ = PanelIsa::kNone;
+};
+
 struct MatrixProducts {
   bool bf16 = false;
+
+  /// A weight's transpose or itself (b) as the per-step products take it: once per kernel call.
+  StepOperand step_operand(const torch::Tensor& b) const { return StepOperand(b, bf16); }
 
   /// A weight as the products take it, converted once per kernel call rather than once per step.
   torch::Tensor operand(const torch::Tensor& weight) const { return bf16 ? to_bf16(weight) : weight; }
@@ -79,6 +113,17 @@ struct MatrixProducts {
       torch::mm_out(out, a, b);
     }
   }
+  // The per-step products: in panels where `b` is laid out in them, else the library's.
+  void addmm_out(torch::Tensor& out, const torch::Tensor& bias, const torch::Tensor& a, const StepOperand& b) const {
+    if (!b.in_panels() || !b.multiply(out, a, bias)) addmm_out(out, bias, a, b.matrix());
+  }
+  void mm_out(torch::Tensor& out, const torch::Tensor& a, const StepOperand& b) const {
+    if (!b.in_panels() || !b.multiply(out, a, {})) mm_out(out, a, b.matrix());
+  }
+  void add_mm_(torch::Tensor& out, const torch::Tensor& a, const StepOperand& b) const {
+    if (!b.in_panels() || !b.multiply(out, a, out)) add_mm_(out, a, b.matrix());
+  }
+
   /// out += a b
   void add_mm_(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {

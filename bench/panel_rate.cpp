@@ -1,0 +1,92 @@
+// The per-step products of the fused kernels on one thread, GFLOP/s: in panels laid out beforehand
+// (luong/models/panel_products.h), in MKL (LibTorch's mm) and in oneDNN, each product against one of
+// `weights` different weights in turn, so that the weights come from L3 as they do between a step's
+// products. Also the time to lay a weight out in panels, both ways round.
+//
+//   build/luong_panel_rate [M K N ...]     (default: the hidden-512 and notebook per-step shapes)
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <vector>
+
+#include "luong/models/matrix_products.h"
+
+namespace {
+
+using luong::models::Float32Products;
+using luong::models::MatrixProducts;
+using luong::models::StepOperand;
+
+constexpr int kWeights = 5;
+
+// Seconds per call of `run(i)`, i cycling through the weights, over at least a quarter second.
+double seconds_per_call(const std::function<void(int)>& run) {
+  for (int i = 0; i < 2 * kWeights; ++i) run(i % kWeights);
+  int64_t calls = 0;
+  const auto start = std::chrono::steady_clock::now();
+  double elapsed = 0;
+  do {
+    for (int i = 0; i < kWeights; ++i) run(i);
+    calls += kWeights;
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  } while (elapsed < 0.25);
+  return elapsed / static_cast<double>(calls);
+}
+
+void measure(int64_t m, int64_t k, int64_t n) {
+  std::vector<torch::Tensor> weights, operands;  // weights [n, k] as nn.Linear's; operands their transposes
+  std::vector<StepOperand> panels;
+  for (int i = 0; i < kWeights; ++i) {
+    weights.push_back(torch::randn({n, k}));
+    operands.push_back(weights.back().t());
+    panels.push_back(StepOperand(operands.back(), false));
+  }
+  const torch::Tensor a = torch::randn({m, k});
+  torch::Tensor out = torch::empty({m, n});
+  const double flop = 2.0 * static_cast<double>(m * k * n);
+  const MatrixProducts products;
+  const double panel_time = seconds_per_call([&](int i) { products.mm_out(out, a, panels[i]); });
+  luong::models::set_float32_products(Float32Products::kMkl);
+  const double mkl_time = seconds_per_call([&](int i) { products.mm_out(out, a, operands[i]); });
+  luong::models::set_float32_products(Float32Products::kOneDnn);
+  const double onednn_time = seconds_per_call([&](int i) { products.mm_out(out, a, operands[i]); });
+  luong::models::set_float32_products(Float32Products::kAuto);
+  const double transposed_pack = seconds_per_call([&](int i) { StepOperand(operands[i], false); });
+  const double plain_pack = seconds_per_call([&](int i) { StepOperand(weights[i], false); });
+  std::printf("[%3lld, %4lld] x [%4lld, %4lld]  %7.1f  %7.1f  %7.1f   %6.2fx  %8.1f  %8.1f\n",
+              static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(k),
+              static_cast<long long>(n), flop / panel_time / 1e9, flop / mkl_time / 1e9, flop / onednn_time / 1e9,
+              std::min(mkl_time, onednn_time) / panel_time, transposed_pack * 1e6, plain_pack * 1e6);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  at::set_num_threads(1);
+  const luong::models::PanelIsa isa = luong::models::panel_isa_here();
+  if (isa == luong::models::PanelIsa::kNone) {
+    std::fprintf(stderr, "luong_panel_rate: this processor has no panel kernel (neither AVX2 + FMA nor AVX-512)\n");
+    return 1;
+  }
+  std::vector<int64_t> shapes;
+  for (int i = 1; i < argc; ++i) shapes.push_back(std::atoll(argv[i]));
+  if (shapes.empty()) {
+    // hidden 512 (a decoder block of 16 rows; an encoder direction of 32; their input gradients) and
+    // the notebook's hidden 64
+    shapes = {16, 512, 1536, 32, 512, 1536, 16, 1024, 512, 16, 1536, 512, 32, 1536, 512, 16, 512, 1024,
+              4, 512, 1536, 16, 64, 192, 16, 128, 64, 16, 192, 64};
+  }
+  if (shapes.size() % 3 != 0) {
+    std::fprintf(stderr, "luong_panel_rate: shapes come as M K N triples\n");
+    return 2;
+  }
+  std::printf("one thread, %d weights in turn; %s panels of %lld columns\n", kWeights,
+              isa == luong::models::PanelIsa::kAvx512 ? "AVX-512" : "AVX2",
+              static_cast<long long>(luong::models::panel_width(isa)));
+  std::printf("product                      GFLOP/s: panels      MKL   oneDNN  speed-up  pack w^T us  pack w us\n");
+  for (std::size_t i = 0; i < shapes.size(); i += 3) measure(shapes[i], shapes[i + 1], shapes[i + 2]);
+  return 0;
+}

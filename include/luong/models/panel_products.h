@@ -1,0 +1,37 @@
+#pragma once
+// Small-row float32 matrix products against a right operand laid out once in column panels: the
+// fused kernels' per-step products ([rows of one thread's block, K] x [K, N], the same weight at
+// every step). LibTorch's libraries lay the weight out again at every call: at [16, 512] x
+// [512, 1536] on one Zen 5 core oneDNN runs at about 80 GFLOP/s and MKL's AVX2 kernels at 90, where
+// the same product against panels laid out beforehand runs at 230 (bench/panel_rate.cpp). Raw
+// pointers, no LibTorch; AVX-512 and AVX2 + FMA kernels, chosen at run time.
+//
+// Panel layout: b [K, N] in panels of `panel_width` columns, panel j holding b[k, j w .. j w + w - 1]
+// for k = 0 .. K - 1 contiguously (w floats per k); the last panel's missing columns are zero.
+#include <cstdint>
+
+namespace luong::models {
+
+enum class PanelIsa { kNone, kAvx2, kAvx512 };
+
+/// The widest kernel this processor runs (kNone: neither AVX2 + FMA nor AVX-512F).
+PanelIsa panel_isa_here();
+/// Columns per panel: 48 for AVX-512 (three zmm), 24 for AVX2 (three ymm).
+int64_t panel_width(PanelIsa isa);
+/// Floats the panels of a [k, n] operand take.
+int64_t panel_floats(PanelIsa isa, int64_t k, int64_t n);
+
+/// Lays panels [first_panel, last_panel) of b out into `panels` (panel_floats(isa, k, n) floats for
+/// all of them): b[i, j] is b[i * row_stride + j * column_stride], so a weight w [n, k] read as its
+/// transpose has row_stride 1 and column_stride k.
+void pack_panels(PanelIsa isa, const float* b, int64_t k, int64_t n, int64_t row_stride, int64_t column_stride,
+                 float* panels, int64_t first_panel, int64_t last_panel);
+
+/// c [m, n] (row stride ldc) = init + a [m, k] (row stride lda) b, b in panels. init: nullptr for
+/// none; else row i of init starts at init + i * init_ld (init_ld 0: one row, a bias broadcast over
+/// the rows; init == c with init_ld == ldc: c += a b). Sums in k order, one float32 accumulator
+/// per output, with fused multiply-adds.
+void panel_product(PanelIsa isa, const float* a, int64_t m, int64_t k, int64_t lda, const float* panels, int64_t n,
+                   float* c, int64_t ldc, const float* init, int64_t init_ld);
+
+}  // namespace luong::models

@@ -1,0 +1,118 @@
+// The panel kernels (models/panel_products.cpp) against a double-precision product, for every kernel
+// this processor runs: every row count up to two tiles and a tail, panels cut short, each way of
+// starting the sums, operands inside wider buffers, both ways of laying a weight out; and
+// MatrixProducts' per-step operations in panels against the libraries'.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "luong/models/matrix_products.h"
+#include "luong/models/panel_products.h"
+
+namespace luong::models {
+namespace {
+
+std::vector<PanelIsa> kernels_here() {
+  std::vector<PanelIsa> isas;
+  if (panel_isa_here() == PanelIsa::kAvx512) isas = {PanelIsa::kAvx2, PanelIsa::kAvx512};
+  if (panel_isa_here() == PanelIsa::kAvx2) isas = {PanelIsa::kAvx2};
+  return isas;
+}
+
+const char* name(PanelIsa isa) { return isa == PanelIsa::kAvx512 ? "AVX-512" : "AVX2"; }
+
+enum class Init { kNone, kRow, kMatrix, kAccumulate };
+
+TEST(PanelProductsTest, EqualADoubleProductForEveryShapeAndStart) {
+  const std::vector<PanelIsa> isas = kernels_here();
+  if (isas.empty()) GTEST_SKIP() << "this processor has no panel kernel (neither AVX2 + FMA nor AVX-512)";
+  torch::manual_seed(3);
+  int64_t checked = 0;
+  for (const PanelIsa isa : isas) {
+    for (const int64_t k : {1, 7, 64, 131}) {
+      for (const int64_t n : {1, 5, 8, 16, 23, 24, 47, 48, 49, 100}) {
+        // b as a weight's transpose (w [n, k]) and as a dense [k, n]: the two layouts the kernels pass
+        const torch::Tensor weight = torch::randn({n, k});
+        for (const bool transposed : {true, false}) {
+          const torch::Tensor b = transposed ? weight.t() : weight.t().contiguous();
+          std::vector<float> panels(static_cast<std::size_t>(panel_floats(isa, k, n)), -7.0f);
+          const int64_t width = panel_width(isa);
+          pack_panels(isa, b.data_ptr<float>(), k, n, b.stride(0), b.stride(1), panels.data(), 0, (n + width - 1) / width);
+          for (const int64_t m : {1, 2, 3, 4, 5, 7, 8, 9, 16, 19}) {
+            for (const Init init : {Init::kNone, Init::kRow, Init::kMatrix, Init::kAccumulate}) {
+              // a and c inside wider buffers (row strides k + 3, n + 5); c's margins must stay untouched
+              const torch::Tensor a_wide = torch::randn({m, k + 3}), a = a_wide.narrow(1, 1, k);
+              const torch::Tensor c_wide = torch::randn({m, n + 5}), c_before = c_wide.clone();
+              torch::Tensor c = c_wide.narrow(1, 2, n);
+              const torch::Tensor row = torch::randn({n}), matrix_wide = torch::randn({m, n + 4});
+              const torch::Tensor matrix = matrix_wide.narrow(1, 4, n);
+              torch::Tensor expected = a.to(torch::kDouble).mm(b.to(torch::kDouble));
+              const float* start = nullptr;
+              int64_t start_ld = 0;
+              if (init == Init::kRow) start = row.data_ptr<float>(), expected += row.to(torch::kDouble);
+              if (init == Init::kMatrix) {
+                start = matrix.data_ptr<float>(), start_ld = matrix.stride(0), expected += matrix.to(torch::kDouble);
+              }
+              if (init == Init::kAccumulate) {
+                start = c.data_ptr<float>(), start_ld = c.stride(0), expected += c.to(torch::kDouble);
+              }
+              panel_product(isa, a.data_ptr<float>(), m, k, a.stride(0), panels.data(), n, c.data_ptr<float>(),
+                            c.stride(0), start, start_ld);
+              const double error = (c.to(torch::kDouble) - expected).abs().max().item<double>();
+              // float32 sums of k products of unit normals: about sqrt(k) 2^-24 each; 1e-5 k is generous
+              ASSERT_LT(error, 1e-5 * static_cast<double>(k + 1))
+                  << name(isa) << " m " << m << " k " << k << " n " << n << " init " << static_cast<int>(init)
+                  << (transposed ? " transposed" : " dense");
+              ASSERT_TRUE(torch::equal(c_wide.narrow(1, 0, 2), c_before.narrow(1, 0, 2)));
+              ASSERT_TRUE(torch::equal(c_wide.narrow(1, n + 2, 3), c_before.narrow(1, n + 2, 3)));
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int64_t>(isas.size()) * 4 * 10 * 2 * 10 * 4);
+}
+
+// The per-step operations (MatrixProducts' overloads for a StepOperand) in panels equal the
+// library's, into a block of a wider buffer too; and a panel product ran for each.
+TEST(PanelProductsTest, StepOperationsEqualTheLibrarys) {
+  if (panel_isa_here() == PanelIsa::kNone) GTEST_SKIP() << "this processor has no panel kernel";
+  torch::manual_seed(4);
+  const torch::Tensor a = torch::randn({19, 160}), weight = torch::randn({100, 160}), bias = torch::randn({100});
+  const torch::Tensor start = torch::randn({19, 100});
+  const auto all = [&](bool panels) {
+    set_panel_products_enabled(panels);
+    const MatrixProducts products;
+    const StepOperand b = products.step_operand(weight.t());
+    EXPECT_EQ(b.in_panels(), panels);
+    std::vector<torch::Tensor> out;
+    torch::Tensor wide = torch::zeros({19, 128});
+    torch::Tensor block = wide.narrow(1, 16, 100);
+    products.addmm_out(block, bias, a, b);
+    out.push_back(wide.clone());
+    products.addmm_out(block, start, a, b);  // a matrix to start from (the decoder's embedding gates)
+    out.push_back(wide.clone());
+    products.mm_out(block, a, b);
+    out.push_back(wide.clone());
+    torch::Tensor sum = start.clone();
+    products.add_mm_(sum, a, b);
+    out.push_back(sum);
+    return out;
+  };
+  const bool before = panel_products_enabled();
+  const std::vector<torch::Tensor> library = all(false);
+  const int64_t run_before = panel_products_run();
+  const std::vector<torch::Tensor> panels = all(true);
+  EXPECT_EQ(panel_products_run() - run_before, 4);
+  set_panel_products_enabled(before);
+  for (std::size_t i = 0; i < library.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(panels[i], library[i], 1e-5, 1e-4)) << "operation " << i;
+  }
+  // Under bf16 the operand stays a tensor for the bf16 products.
+  EXPECT_FALSE(StepOperand(weight.t(), true).in_panels());
+}
+
+}  // namespace
+}  // namespace luong::models
