@@ -1,7 +1,8 @@
 // The per-step products of the fused kernels on one thread, GFLOP/s: in panels laid out beforehand
 // (luong/models/panel_products.h), in MKL (LibTorch's mm) and in oneDNN, each product against one of
 // `weights` different weights in turn, so that the weights come from L3 as they do between a step's
-// products. Also the time to lay a weight out in panels, both ways round.
+// products; under bf16 precision (where the processor has AVX512-BF16), bf16 panels against
+// LibTorch's bf16 product (oneDNN). Also the time to lay a weight out in panels, both ways round.
 //
 //   build/luong_panel_rate [M K N ...]     (default: the hidden-512 and notebook per-step shapes)
 #include <torch/torch.h>
@@ -56,10 +57,23 @@ void measure(int64_t m, int64_t k, int64_t n) {
   luong::models::set_float32_products(Float32Products::kAuto);
   const double transposed_pack = seconds_per_call([&](int i) { StepOperand(operands[i], false); });
   const double plain_pack = seconds_per_call([&](int i) { StepOperand(weights[i], false); });
-  std::printf("[%3lld, %4lld] x [%4lld, %4lld]  %7.1f  %7.1f  %7.1f   %6.2fx  %8.1f  %8.1f\n",
+  std::printf("[%3lld, %4lld] x [%4lld, %4lld]  %7.1f  %7.1f  %7.1f   %6.2fx  %8.1f  %8.1f",
               static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(k),
               static_cast<long long>(n), flop / panel_time / 1e9, flop / mkl_time / 1e9, flop / onednn_time / 1e9,
               std::min(mkl_time, onednn_time) / panel_time, transposed_pack * 1e6, plain_pack * 1e6);
+  if (luong::models::bf16_panels_here()) {
+    const MatrixProducts bf16{true};
+    std::vector<torch::Tensor> bf16_operands;
+    std::vector<StepOperand> bf16_panels;
+    for (int i = 0; i < kWeights; ++i) {
+      bf16_operands.push_back(bf16.operand(weights[i]).t());
+      bf16_panels.push_back(StepOperand(bf16_operands.back(), true));
+    }
+    const double panels16 = seconds_per_call([&](int i) { bf16.mm_out(out, a, bf16_panels[i]); });
+    const double library16 = seconds_per_call([&](int i) { bf16.mm_out(out, a, bf16_operands[i]); });
+    std::printf("   %7.1f  %7.1f   %6.2fx", flop / panels16 / 1e9, flop / library16 / 1e9, library16 / panels16);
+  }
+  std::printf("\n");
 }
 
 }  // namespace
@@ -86,7 +100,8 @@ int main(int argc, char** argv) {
   std::printf("one thread, %d weights in turn; %s panels of %lld columns\n", kWeights,
               isa == luong::models::PanelIsa::kAvx512 ? "AVX-512" : "AVX2",
               static_cast<long long>(luong::models::panel_width(isa)));
-  std::printf("product                      GFLOP/s: panels      MKL   oneDNN  speed-up  pack w^T us  pack w us\n");
+  std::printf("product                      GFLOP/s: panels      MKL   oneDNN  speed-up  pack w^T us  pack w us%s\n",
+              luong::models::bf16_panels_here() ? "   bf16: panels  library  speed-up" : "");
   for (std::size_t i = 0; i < shapes.size(); i += 3) measure(shapes[i], shapes[i + 1], shapes[i + 2]);
   return 0;
 }

@@ -101,13 +101,26 @@ void read_product_environment() {
 }
 
 StepOperand::StepOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
-  const PanelIsa isa = panel_isa_here();
-  if (bf16 || isa == PanelIsa::kNone || !panel_products_enabled() || b.dim() != 2 || b.scalar_type() != torch::kFloat ||
-      !b.device().is_cpu() || b.numel() == 0) {
+  if (!panel_products_enabled() || b.dim() != 2 || !b.device().is_cpu() || b.numel() == 0) return;
+  const int64_t k = b.size(0), n = b.size(1);
+  if (bf16) {
+    if (!bf16_panels_here()) return;
+    bf16_ = true;
+    const torch::Tensor source = b.scalar_type() == torch::kBFloat16 ? b : b.to(torch::kBFloat16);
+    panels_ = torch::empty({bf16_panel_elements(k, n)}, source.options());
+    const auto* bits = reinterpret_cast<const uint16_t*>(source.data_ptr<at::BFloat16>());
+    auto* out = reinterpret_cast<uint16_t*>(panels_.data_ptr<at::BFloat16>());
+    const int64_t row_stride = source.stride(0), column_stride = source.stride(1);
+    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (k * 48));
+    at::parallel_for(0, (n + 47) / 48, grain, [&](int64_t first, int64_t last) {
+      pack_bf16_panels(bits, k, n, row_stride, column_stride, out, first, last);
+    });
     return;
   }
+  const PanelIsa isa = panel_isa_here();
+  if (isa == PanelIsa::kNone || b.scalar_type() != torch::kFloat) return;
   isa_ = isa;
-  const int64_t k = b.size(0), n = b.size(1), width = panel_width(isa);
+  const int64_t width = panel_width(isa);
   panels_ = torch::empty({panel_floats(isa, k, n)}, b.options());
   const float* source = b.data_ptr<float>();
   float* panels = panels_.data_ptr<float>();
@@ -136,7 +149,11 @@ bool StepOperand::multiply(const torch::Tensor& out, const torch::Tensor& a, con
     }
     init_data = init.data_ptr<float>();
   }
-  if (m > 0) {
+  if (m > 0 && bf16_) {
+    bf16_panel_product(a.data_ptr<float>(), m, k, a.stride(0),
+                       reinterpret_cast<const uint16_t*>(panels_.data_ptr<at::BFloat16>()), n, out.data_ptr<float>(),
+                       out.stride(0), init_data, init_ld);
+  } else if (m > 0) {
     panel_product(isa_, a.data_ptr<float>(), m, k, a.stride(0), panels_.data_ptr<float>(), n, out.data_ptr<float>(),
                   out.stride(0), init_data, init_ld);
   }

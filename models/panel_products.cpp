@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace luong::models {
 namespace {
@@ -130,6 +131,103 @@ template <int MR>
   }
 }
 
+// ---- bf16: panels of 48 columns, k in pairs ------------------------------------------------------
+template <int MR>
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16"), gnu::always_inline]] inline void tile_bf16(
+    const uint16_t* a, int64_t lda, const uint16_t* panel, int64_t pairs, float* c, int64_t ldc, const float* init,
+    int64_t init_ld, const __mmask16 (&mask)[3]) {
+  __m512 sum[MR][3];
+  for (int r = 0; r < MR; ++r) {
+    for (int q = 0; q < 3; ++q) {
+      sum[r][q] = init == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask[q], init + r * init_ld + 16 * q);
+    }
+  }
+  for (int64_t p = 0; p < pairs; ++p) {
+    const uint16_t* b = panel + p * 96;
+    const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b));
+    const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + 32));
+    const __m512bh b2 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + 64));
+    for (int r = 0; r < MR; ++r) {
+      int32_t pair;
+      std::memcpy(&pair, a + r * lda + 2 * p, sizeof pair);
+      const __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi32(pair));
+      sum[r][0] = _mm512_dpbf16_ps(sum[r][0], x, b0);
+      sum[r][1] = _mm512_dpbf16_ps(sum[r][1], x, b1);
+      sum[r][2] = _mm512_dpbf16_ps(sum[r][2], x, b2);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int q = 0; q < 3; ++q) _mm512_mask_storeu_ps(c + r * ldc + 16 * q, mask[q], sum[r][q]);
+  }
+}
+
+// a's rows rounded to bf16 (to nearest even), each padded to an even length with zero.
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void round_rows_bf16(const float* a, int64_t m, int64_t k, int64_t lda,
+                                                           uint16_t* out, int64_t out_ld) {
+  for (int64_t r = 0; r < m; ++r) {
+    int64_t i = 0;
+    for (; i + 16 <= k; i += 16) {
+      const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(a + r * lda + i));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * out_ld + i), reinterpret_cast<__m256i>(h));
+    }
+    if (i < k) {
+      const auto lanes = static_cast<__mmask16>((1u << (k - i)) - 1);
+      const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lanes, a + r * lda + i));
+      _mm256_mask_storeu_epi16(out + r * out_ld + i, lanes, reinterpret_cast<__m256i>(h));
+    }
+    if (k % 2 == 1) out[r * out_ld + k] = 0;
+  }
+}
+
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void product_bf16(const float* a, int64_t m, int64_t k, int64_t lda,
+                                                        const uint16_t* panels, int64_t n, float* c, int64_t ldc,
+                                                        const float* init, int64_t init_ld) {
+  const int64_t pairs = (k + 1) / 2, a_ld = 2 * pairs;
+  thread_local std::vector<uint16_t> rounded;  // a in bf16: a step's rows, reused across steps
+  rounded.resize(static_cast<std::size_t>(m * a_ld));
+  round_rows_bf16(a, m, k, lda, rounded.data(), a_ld);
+  for (int64_t j = 0; j < n; j += 48) {
+    const int64_t width = std::min<int64_t>(48, n - j);
+    __mmask16 mask[3];
+    for (int q = 0; q < 3; ++q) {
+      const int64_t lanes = std::clamp<int64_t>(width - 16 * q, 0, 16);
+      mask[q] = static_cast<__mmask16>((1u << lanes) - 1);
+    }
+    const uint16_t* panel = panels + j * 2 * pairs;
+    const float* init_j = init == nullptr ? nullptr : init + j;
+    for (int64_t r = 0; r < m;) {
+      const int64_t rows = std::min<int64_t>(kAvx512Rows, m - r);
+      const uint16_t* ar = rounded.data() + r * a_ld;
+      float* cr = c + r * ldc + j;
+      const float* ir = init_j == nullptr ? nullptr : init_j + r * init_ld;
+      switch (rows) {
+        case 8: tile_bf16<8>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
+        case 7: tile_bf16<7>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
+        case 6: tile_bf16<6>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
+        case 5: tile_bf16<5>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
+        case 4: tile_bf16<4>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
+        case 3: tile_bf16<3>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
+        case 2: tile_bf16<2>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
+        default: tile_bf16<1>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
+      }
+      r += rows;
+    }
+  }
+}
+
+// Rows 2p and 2p + 1 of a row-major bf16 b interleaved, 8 columns at a time: (b[2p, c], b[2p + 1, c]).
+[[gnu::target("avx2")]] void interleave_rows_avx2(const uint16_t* even, const uint16_t* odd, int64_t columns,
+                                                  uint16_t* out) {
+  int64_t c = 0;
+  for (; c + 8 <= columns; c += 8) {
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(even + c));
+    const __m128i o = _mm_loadu_si128(reinterpret_cast<const __m128i*>(odd + c));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * c), _mm_unpacklo_epi16(e, o));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * c + 8), _mm_unpackhi_epi16(e, o));
+  }
+  for (; c < columns; ++c) out[2 * c] = even[c], out[2 * c + 1] = odd[c];
+}
+
 // ---- laying out a transposed weight ------------------------------------------------------------
 // The eight rows r[0..7] of an 8 x 8 block become its eight columns.
 [[gnu::target("avx2,fma"), gnu::always_inline]] inline void transpose_8x8(__m256 (&r)[8]) {
@@ -210,6 +308,61 @@ void pack_panels(PanelIsa isa, const float* b, int64_t k, int64_t n, int64_t row
     }
     for (int64_t i = 0; i < k; ++i) std::fill(panel + i * width + columns, panel + (i + 1) * width, 0.0f);
   }
+}
+
+bool bf16_panels_here() {
+#ifdef LUONG_PANEL_KERNELS
+  static const bool here = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+  return here;
+#else
+  return false;
+#endif
+}
+
+int64_t bf16_panel_elements(int64_t k, int64_t n) { return (n + 47) / 48 * 48 * 2 * ((k + 1) / 2); }
+
+void pack_bf16_panels(const uint16_t* b, int64_t k, int64_t n, int64_t row_stride, int64_t column_stride,
+                      uint16_t* panels, int64_t first_panel, int64_t last_panel) {
+  const int64_t pairs = (k + 1) / 2;
+#ifdef LUONG_PANEL_KERNELS
+  if (row_stride == 1 && k % 2 == 0 && column_stride % 2 == 0 && reinterpret_cast<std::uintptr_t>(b) % 4 == 0) {
+    // A weight read as its transpose: each column's pair is one 32-bit word, so the panels are the
+    // float32 ones of b's pairs seen as words.
+    pack_panels(PanelIsa::kAvx512, reinterpret_cast<const float*>(b), pairs, n, 1, column_stride / 2,
+                reinterpret_cast<float*>(panels), first_panel, last_panel);
+    return;
+  }
+#endif
+  for (int64_t p = first_panel; p < last_panel; ++p) {
+    const int64_t j = p * 48, columns = std::min<int64_t>(48, n - j);
+    uint16_t* panel = panels + j * 2 * pairs;
+    for (int64_t i = 0; i < pairs; ++i) {
+      uint16_t* out = panel + i * 96;
+      const bool second = 2 * i + 1 < k;
+#ifdef LUONG_PANEL_KERNELS
+      if (column_stride == 1 && second) {
+        interleave_rows_avx2(b + 2 * i * row_stride + j, b + (2 * i + 1) * row_stride + j, columns, out);
+      } else
+#endif
+      {
+        for (int64_t c = 0; c < columns; ++c) {
+          out[2 * c] = b[2 * i * row_stride + (j + c) * column_stride];
+          out[2 * c + 1] = second ? b[(2 * i + 1) * row_stride + (j + c) * column_stride] : uint16_t{0};
+        }
+      }
+      std::fill(out + 2 * columns, out + 96, uint16_t{0});
+    }
+  }
+}
+
+void bf16_panel_product(const float* a, int64_t m, int64_t k, int64_t lda, const uint16_t* panels, int64_t n,
+                        float* c, int64_t ldc, const float* init, int64_t init_ld) {
+#ifdef LUONG_PANEL_KERNELS
+  if (bf16_panels_here()) return product_bf16(a, m, k, lda, panels, n, c, ldc, init, init_ld);
+#endif
+  (void)a, (void)m, (void)k, (void)lda, (void)panels, (void)n, (void)c, (void)ldc, (void)init, (void)init_ld;
+  throw std::invalid_argument("bf16_panel_product: this processor has no AVX512-BF16");
 }
 
 void panel_product(PanelIsa isa, const float* a, int64_t m, int64_t k, int64_t lda, const float* panels, int64_t n,

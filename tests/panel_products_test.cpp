@@ -75,6 +75,54 @@ TEST(PanelProductsTest, EqualADoubleProductForEveryShapeAndStart) {
   EXPECT_EQ(checked, static_cast<int64_t>(isas.size()) * 4 * 10 * 2 * 10 * 4);
 }
 
+// The bf16 kernel against a double product of the operands rounded to bf16 (as LibTorch rounds
+// them): odd and even k, cut panels, the four starts, strided operands, both layouts.
+TEST(PanelProductsTest, Bf16KernelEqualsADoubleProductOfTheRoundedOperands) {
+  if (!bf16_panels_here()) GTEST_SKIP() << "this processor has no AVX512-BF16";
+  torch::manual_seed(6);
+  int64_t checked = 0;
+  for (const int64_t k : {1, 2, 7, 64, 131}) {
+    for (const int64_t n : {1, 5, 16, 47, 48, 49, 100}) {
+      const torch::Tensor weight = torch::randn({n, k}).to(torch::kBFloat16);
+      for (const bool transposed : {true, false}) {
+        const torch::Tensor b = transposed ? weight.t() : weight.t().contiguous();
+        std::vector<uint16_t> panels(static_cast<std::size_t>(bf16_panel_elements(k, n)), 0xFFFF);
+        pack_bf16_panels(reinterpret_cast<const uint16_t*>(b.data_ptr<at::BFloat16>()), k, n, b.stride(0), b.stride(1),
+                         panels.data(), 0, (n + 47) / 48);
+        for (const int64_t m : {1, 3, 8, 9, 19}) {
+          for (const Init init : {Init::kNone, Init::kRow, Init::kMatrix, Init::kAccumulate}) {
+            const torch::Tensor a_wide = torch::randn({m, k + 3}), a = a_wide.narrow(1, 1, k);
+            const torch::Tensor c_wide = torch::randn({m, n + 5}), c_before = c_wide.clone();
+            torch::Tensor c = c_wide.narrow(1, 2, n);
+            const torch::Tensor row = torch::randn({n}), matrix = torch::randn({m, n});
+            torch::Tensor expected = a.to(torch::kBFloat16).to(torch::kDouble).mm(b.to(torch::kDouble));
+            const float* start = nullptr;
+            int64_t start_ld = 0;
+            if (init == Init::kRow) start = row.data_ptr<float>(), expected += row.to(torch::kDouble);
+            if (init == Init::kMatrix) {
+              start = matrix.data_ptr<float>(), start_ld = matrix.stride(0), expected += matrix.to(torch::kDouble);
+            }
+            if (init == Init::kAccumulate) {
+              start = c.data_ptr<float>(), start_ld = c.stride(0), expected += c.to(torch::kDouble);
+            }
+            bf16_panel_product(a.data_ptr<float>(), m, k, a.stride(0), panels.data(), n, c.data_ptr<float>(),
+                               c.stride(0), start, start_ld);
+            const double error = (c.to(torch::kDouble) - expected).abs().max().item<double>();
+            // bf16 x bf16 products are exact in float32: only the float32 sums round
+            ASSERT_LT(error, 1e-5 * static_cast<double>(k + 1))
+                << "m " << m << " k " << k << " n " << n << " init " << static_cast<int>(init)
+                << (transposed ? " transposed" : " dense");
+            ASSERT_TRUE(torch::equal(c_wide.narrow(1, 0, 2), c_before.narrow(1, 0, 2)));
+            ASSERT_TRUE(torch::equal(c_wide.narrow(1, n + 2, 3), c_before.narrow(1, n + 2, 3)));
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 5 * 7 * 2 * 5 * 4);
+}
+
 // The per-step operations (MatrixProducts' overloads for a StepOperand) in panels equal the
 // library's, into a block of a wider buffer too; and a panel product ran for each.
 TEST(PanelProductsTest, StepOperationsEqualTheLibrarys) {
@@ -110,8 +158,42 @@ TEST(PanelProductsTest, StepOperationsEqualTheLibrarys) {
   for (std::size_t i = 0; i < library.size(); ++i) {
     EXPECT_TRUE(torch::allclose(panels[i], library[i], 1e-5, 1e-4)) << "operation " << i;
   }
-  // Under bf16 the operand stays a tensor for the bf16 products.
-  EXPECT_FALSE(StepOperand(weight.t(), true).in_panels());
+}
+
+// Under bf16: the per-step operations in bf16 panels are closer to the double product of the rounded
+// operands than the library's bf16 product, whose result LibTorch rounds to bf16 (2^-9 relative).
+TEST(PanelProductsTest, Bf16StepOperationsBeatTheLibrarysRounding) {
+  torch::manual_seed(8);
+  const torch::Tensor a = torch::randn({19, 160}), weight = torch::randn({100, 160}).to(torch::kBFloat16);
+  const torch::Tensor bias = torch::randn({100});
+  const torch::Tensor exact = (a.to(torch::kBFloat16).to(torch::kDouble).mm(weight.t().to(torch::kDouble)) +
+                               bias.to(torch::kDouble));
+  const bool before = panel_products_enabled();
+  const MatrixProducts products{true};
+  set_panel_products_enabled(false);
+  const StepOperand library_operand = products.step_operand(weight.t());
+  EXPECT_FALSE(library_operand.in_panels());
+  torch::Tensor library = torch::empty({19, 100});
+  products.addmm_out(library, bias, a, library_operand);
+  set_panel_products_enabled(true);
+  const StepOperand panel_operand = products.step_operand(weight.t());
+  set_panel_products_enabled(before);
+  if (!bf16_panels_here()) {
+    EXPECT_FALSE(panel_operand.in_panels());
+    GTEST_SKIP() << "this processor has no AVX512-BF16";
+  }
+  ASSERT_TRUE(panel_operand.in_panels());
+  torch::Tensor panels = torch::empty({19, 100});
+  const int64_t run_before = panel_products_run();
+  products.addmm_out(panels, bias, a, panel_operand);
+  EXPECT_EQ(panel_products_run() - run_before, 1);
+  const double panel_error = (panels.to(torch::kDouble) - exact).abs().max().item<double>();
+  const double library_error = (library.to(torch::kDouble) - exact).abs().max().item<double>();
+  std::printf("  largest error against the double product: bf16 panels %.3e, library %.3e\n", panel_error, library_error);
+  EXPECT_LT(panel_error, 1e-4);
+  // bf16's rounding of the result: half an ulp, 2^-8 of the value at most
+  EXPECT_LE(library_error, exact.abs().max().item<double>() / 256);
+  EXPECT_LT(panel_error * 10, library_error);
 }
 
 }  // namespace

@@ -51,8 +51,10 @@ int64_t panel_products_run();
 void read_product_environment();
 
 /// The right operand b [K, N] of a fused kernel's per-step products, all against the same weight: laid
-/// out in panels once per kernel call where the panel kernel takes it (float32 on a CPU with a panel
-/// kernel, panels enabled, products not in bf16), else b itself, for MatrixProducts' libraries.
+/// out in panels once per kernel call where a panel kernel takes it (on the CPU, panels enabled: float32
+/// on a processor with AVX2 or AVX-512; under bf16 on one with AVX512-BF16, b rounded to bf16 and the
+/// products' sums left in float32 where the library's bf16 product rounds them to bf16), else b
+/// itself, for MatrixProducts' libraries.
 class StepOperand {
  public:
   StepOperand() = default;
@@ -66,7 +68,8 @@ class StepOperand {
 
  private:
   torch::Tensor matrix_, panels_;
-  PanelIsa isa_ = PanelIsa::kNone;
+  PanelIsa isa_ = PanelIsa::kNone;  // float32 panels' kernel
+  bool bf16_ = false;                // bf16 panels
 };
 
 struct MatrixProducts {
