@@ -19,7 +19,7 @@ namespace {
 
 using luong::models::Float32Products;
 using luong::models::MatrixProducts;
-using luong::models::StepOperand;
+using luong::models::PanelOperand;
 
 constexpr int kWeights = 5;
 
@@ -39,11 +39,11 @@ double seconds_per_call(const std::function<void(int)>& run) {
 
 void measure(int64_t m, int64_t k, int64_t n) {
   std::vector<torch::Tensor> weights, operands;  // weights [n, k] as nn.Linear's; operands their transposes
-  std::vector<StepOperand> panels;
+  std::vector<PanelOperand> panels;
   for (int i = 0; i < kWeights; ++i) {
     weights.push_back(torch::randn({n, k}));
     operands.push_back(weights.back().t());
-    panels.push_back(StepOperand(operands.back(), false));
+    panels.push_back(PanelOperand(operands.back(), false));
   }
   const torch::Tensor a = torch::randn({m, k});
   torch::Tensor out = torch::empty({m, n});
@@ -55,8 +55,8 @@ void measure(int64_t m, int64_t k, int64_t n) {
   luong::models::set_float32_products(Float32Products::kOneDnn);
   const double onednn_time = seconds_per_call([&](int i) { products.mm_out(out, a, operands[i]); });
   luong::models::set_float32_products(Float32Products::kAuto);
-  const double transposed_pack = seconds_per_call([&](int i) { StepOperand(operands[i], false); });
-  const double plain_pack = seconds_per_call([&](int i) { StepOperand(weights[i], false); });
+  const double transposed_pack = seconds_per_call([&](int i) { PanelOperand(operands[i], false); });
+  const double plain_pack = seconds_per_call([&](int i) { PanelOperand(weights[i], false); });
   std::printf("[%3lld, %4lld] x [%4lld, %4lld]  %7.1f  %7.1f  %7.1f   %6.2fx  %8.1f  %8.1f",
               static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(k),
               static_cast<long long>(n), flop / panel_time / 1e9, flop / mkl_time / 1e9, flop / onednn_time / 1e9,
@@ -64,10 +64,10 @@ void measure(int64_t m, int64_t k, int64_t n) {
   if (luong::models::bf16_panels_here()) {
     const MatrixProducts bf16{true};
     std::vector<torch::Tensor> bf16_operands;
-    std::vector<StepOperand> bf16_panels;
+    std::vector<PanelOperand> bf16_panels;
     for (int i = 0; i < kWeights; ++i) {
       bf16_operands.push_back(bf16.operand(weights[i]).t());
-      bf16_panels.push_back(StepOperand(bf16_operands.back(), true));
+      bf16_panels.push_back(PanelOperand(bf16_operands.back(), true));
     }
     const double panels16 = seconds_per_call([&](int i) { bf16.mm_out(out, a, bf16_panels[i]); });
     const double library16 = seconds_per_call([&](int i) { bf16.mm_out(out, a, bf16_operands[i]); });

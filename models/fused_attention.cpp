@@ -121,8 +121,8 @@ StepAttention::StepAttention(const AttentionConfig& config, double scale, at::Te
     position_vector_ = next(false).reshape({H_}), position_offset_ = next(false);
   }
   TORCH_CHECK(i == parameters.size(), "fused attention: ", parameters.size(), " parameters, ", i, " expected");
-  if (query_weight_.defined()) query_step_ = products_.step_operand(query_weight_.t());
-  if (position_weight_.defined()) position_step_ = products_.step_operand(position_weight_.t());
+  if (query_weight_.defined()) query_step_ = products_.panel_operand(query_weight_.t());
+  if (position_weight_.defined()) position_step_ = products_.panel_operand(position_weight_.t());
   // Zero where the decoder skips a row's steps past its target's end: the parameters' gradients are
   // products over all steps.
   const torch::TensorOptions opts = keys_.options();
@@ -171,8 +171,8 @@ StepAttention::StepAttention(AutogradContext* ctx) {
   query_weight_ = parameters[0], score_vector_ = parameters[1], position_weight_ = parameters[2];
   position_bias_ = parameters[3], position_vector_ = parameters[4], position_offset_ = parameters[5];
   P_ = location() ? query_weight_.size(0) : 0;
-  if (concat() || location()) query_step_ = products_.step_operand(query_weight_);
-  if (predictive()) position_step_ = products_.step_operand(position_weight_);
+  if (concat() || location()) query_step_ = products_.panel_operand(query_weight_);
+  if (predictive()) position_step_ = products_.panel_operand(position_weight_);
   const torch::TensorOptions opts = keys_.options();
   dkeys_ = torch::zeros_like(keys_), dvalues_ = torch::zeros_like(values_);
   if (concat()) d_query_part_ = torch::zeros({T_, B_, H_}, opts), d_score_vector_ = torch::zeros({T_, B_, H_}, opts);

@@ -248,7 +248,7 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
     const torch::Tensor x_operand = products.operand(packed.real(x));  // [N, I]
     std::vector<DirectionBuffers> directions;
     std::vector<torch::Tensor> gi, bias_hh;
-    std::vector<StepOperand> w_hh_t;
+    std::vector<PanelOperand> w_hh_t;
     for (int64_t d = 0; d < D; ++d) {
       const torch::Tensor* w = &weights[static_cast<std::size_t>(4 * d)];  // w_ih, w_hh, b_ih, b_hh
       DirectionBuffers dir{{B, S, x_in.size(2), H, runs_backwards(d, D, reverse)},
@@ -258,7 +258,7 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
                            lstm ? torch::zeros({S + 1, B, H}, x.options()) : torch::Tensor(),
                            torch::empty({S, B, Z * H}, x.options())};
       gi.push_back(products.addmm(w[2], x_operand, dir.w_ih.t()));  // [N, G H]
-      w_hh_t.push_back(products.step_operand(dir.w_hh.t()));
+      w_hh_t.push_back(products.panel_operand(dir.w_hh.t()));
       bias_hh.push_back(w[3].detach());
       directions.push_back(std::move(dir));
     }
@@ -354,8 +354,8 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
       dgh.push_back(lstm ? dgi.back() : torch::empty({N, G * H}, opts));
     }
     const MatrixProducts products{ctx->saved_data["bf16"].toBool()};
-    std::vector<StepOperand> w_hh;
-    for (const DirectionBuffers& dir : directions) w_hh.push_back(products.step_operand(dir.w_hh));
+    std::vector<PanelOperand> w_hh;
+    for (const DirectionBuffers& dir : directions) w_hh.push_back(products.panel_operand(dir.w_hh));
     AT_DISPATCH_FLOATING_TYPES(opts.dtype().toScalarType(), "fused_recurrent_layer_backward", [&] {
       packed.for_lane_blocks(D, [&](int64_t d, int64_t block, int64_t first, int64_t rows) {
         const auto di = static_cast<std::size_t>(d);
@@ -433,7 +433,7 @@ struct DecoderStack {
   std::vector<torch::Tensor> w_ih, w_hh, b_ih, b_hh;  // detached (w_ih, w_hh as products' operands), per
                                                       // layer (once: a step is microseconds)
   // The per-step products' right operands: w_ih^T, w_hh^T in the forward pass, w_ih, w_hh backwards.
-  std::vector<StepOperand> step_ih, step_hh;
+  std::vector<PanelOperand> step_ih, step_hh;
   std::vector<torch::Tensor> states, cells, saved, inputs;
   torch::Tensor between;                              // [L - 1, T, B, H] or empty
   // Layer 0's input weights split at the embeddings: w_ih[0][:, :E] and w_ih[0][:, E:] (the part the
@@ -479,8 +479,8 @@ struct DecoderStack {
       b_ih.push_back(weights[4 * l + 2].detach());
       b_hh.push_back(weights[4 * l + 3].detach());
       // (layer 0's input product is the caller's: the embeddings' and the fed part's weights)
-      if (l > 0) step_ih.push_back(products.step_operand(forward ? w_ih[l].t() : w_ih[l]));
-      step_hh.push_back(products.step_operand(forward ? w_hh[l].t() : w_hh[l]));
+      if (l > 0) step_ih.push_back(products.panel_operand(forward ? w_ih[l].t() : w_ih[l]));
+      step_hh.push_back(products.panel_operand(forward ? w_hh[l].t() : w_hh[l]));
     }
   }
 
@@ -698,9 +698,9 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     torch::Tensor attentional = torch::zeros({T + 1, B, H}, opts);  // h~_0 .. h~_T (masked)
     torch::Tensor unmasked = masked ? torch::empty({T, B, H}, opts) : torch::empty({0}, opts);
     const torch::Tensor drop = masked ? packed.to_kernel(mask).transpose(0, 1).contiguous() : mask;  // [T, B, H]
-    const StepOperand w_feed_t = products.step_operand(stack.w_feed.t());
+    const PanelOperand w_feed_t = products.panel_operand(stack.w_feed.t());
     const torch::Tensor wc_operand = products.operand(wc_weight.detach());
-    const StepOperand wc_t = products.step_operand(wc_operand.t());
+    const PanelOperand wc_t = products.panel_operand(wc_operand.t());
     const torch::Tensor bias_c = wc_bias.detach();
     const torch::Tensor& top = stack.states[stack.L - 1];
     const torch::Tensor& ch = attention.contexts();  // [c_t; h_t]
@@ -758,8 +758,8 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
-    const StepOperand w_feed = products.step_operand(stack.w_feed);
-    const StepOperand wc = products.step_operand(wc_operand);
+    const PanelOperand w_feed = products.panel_operand(stack.w_feed);
+    const PanelOperand wc = products.panel_operand(wc_operand);
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
       packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
@@ -845,7 +845,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     const torch::Tensor emb = in.embedded.transpose(0, 1).contiguous();  // [T, B, E]
     // The embeddings' share of layer 0's gates, for the real tokens at once: [N, G H].
     const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.w_embed.t());
-    const StepOperand w_context_t = products.step_operand(stack.w_feed.t());
+    const PanelOperand w_context_t = products.panel_operand(stack.w_feed.t());
     const torch::Tensor& top = stack.states[stack.L - 1];
     const torch::Tensor& ch = attention.contexts();  // [c_t; h_{t-1}]
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced", [&] {
@@ -886,7 +886,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
-    const StepOperand w_context = products.step_operand(stack.w_feed);
+    const PanelOperand w_context = products.panel_operand(stack.w_feed);
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced_backward", [&] {
       packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {

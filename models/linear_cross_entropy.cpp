@@ -42,7 +42,7 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
     RECORD_FUNCTION("luong::LinearCrossEntropyFunction::forward", std::vector<c10::IValue>());
     const MatrixProducts products{bf16};
     const torch::Tensor x = x_in.detach().contiguous(), bias = bias_in.detach();
-    const torch::Tensor weight = products.operand(weight_in.detach()), x_operand = products.operand(x);
+    const torch::Tensor weight = products.operand(weight_in.detach());
     const torch::Tensor targets = targets_in.to(torch::kLong).contiguous();
     const int64_t N = x.size(0), V = weight.size(0);
     TORCH_CHECK(targets.dim() == 1 && targets.size(0) == N, "linear_cross_entropy: targets must be [N]");
@@ -58,8 +58,10 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
     // Pass 1 per slice: logits, their row maxima, exp(logit - slice maximum) and its row sums.
     for_each_slice(slices.size(), [&](std::size_t s) {
       const Slice slice = slices[s];
-      torch::Tensor logits = products.addmm(bias.narrow(0, slice.begin, slice.end - slice.begin), x_operand,
-                                            weight.narrow(0, slice.begin, slice.end - slice.begin).t());
+      // (the bias starts the panels' sums: no copy of it into the logits first, as the libraries' addmm)
+      const PanelOperand weight_t = products.panel_operand(weight.narrow(0, slice.begin, slice.end - slice.begin).t());
+      torch::Tensor logits = torch::empty({N, slice.end - slice.begin}, x.options());
+      products.addmm_out(logits, bias.narrow(0, slice.begin, slice.end - slice.begin), x, weight_t);
       AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "linear_cross_entropy_targets", [&] {
         const scalar_t* l = logits.data_ptr<scalar_t>();
         scalar_t* out = target_logit.data_ptr<scalar_t>();

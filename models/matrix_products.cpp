@@ -100,7 +100,7 @@ void read_product_environment() {
   (void)panel_products_enabled();
 }
 
-StepOperand::StepOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
+PanelOperand::PanelOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
   if (!panel_products_enabled() || b.dim() != 2 || !b.device().is_cpu() || b.numel() == 0) return;
   const int64_t k = b.size(0), n = b.size(1);
   if (bf16) {
@@ -132,7 +132,7 @@ StepOperand::StepOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
   });
 }
 
-bool StepOperand::multiply(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& init) const {
+bool PanelOperand::multiply(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& init) const {
   const int64_t m = a.size(0), k = matrix_.size(0), n = matrix_.size(1);
   if (a.scalar_type() != torch::kFloat || out.scalar_type() != torch::kFloat || a.dim() != 2 || a.size(1) != k ||
       (a.stride(1) != 1 && k > 1) || out.dim() != 2 || out.size(0) != m || out.size(1) != n || out.stride(1) != 1) {

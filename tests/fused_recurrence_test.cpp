@@ -371,7 +371,9 @@ TEST_P(FusedRecurrenceTest, Bf16StaysCloseToFloat32AndTheModulePath) {
   at::removeCallback(handle);
   EXPECT_GT(fused_products, 0) << "the fused kernels multiplied nothing in bf16";
   // Their per-step products run in bf16 panels where the processor has AVX512-BF16.
-  if (bf16_panels_here() && panel_products_enabled()) EXPECT_GT(bf16_panel_products, 0) << "no bf16 panel product ran";
+  if (bf16_panels_here() && panel_products_enabled()) {
+    EXPECT_GT(bf16_panel_products, 0) << "no bf16 panel product ran";
+  }
   const double loss_change = std::abs(fused16.loss - fused32.loss) / std::abs(reference.loss);
   std::printf("  %-12s loss float32 %.6f, bf16 fused %.6f / modules %.6f; %d bf16 products\n", GetParam().name.c_str(),
               reference.loss, fused16.loss, modules16.loss, fused_products);

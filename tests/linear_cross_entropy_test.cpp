@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "luong/models/linear_cross_entropy.h"
+#include "luong/models/matrix_products.h"
 
 namespace luong::models {
 namespace {
@@ -43,6 +44,39 @@ TEST_P(LinearCrossEntropyTest, MatchesAutogradInDouble) {
     const double scale = reference[i].abs().max().item<double>();
     std::printf("  %d thread(s) %-9s max|diff| %.3e (max %.3e)\n", GetParam(), names[i], diff, scale);
     EXPECT_LE(diff, 1e-14 * std::max(scale, 1.0)) << names[i];
+  }
+}
+
+// In float32 the logits' product runs in panels (the bias starting its sums; one panel product per
+// vocabulary slice): against the double reference and against the library's product.
+TEST_P(LinearCrossEntropyTest, Float32PanelsMatchTheLibraryAndDouble) {
+  if (panel_isa_here() == PanelIsa::kNone) GTEST_SKIP() << "this processor has no panel kernel";
+  torch::manual_seed(10);
+  const int64_t N = 37, H = 64, V = 101;
+  const torch::Tensor x0 = torch::randn({N, H}, torch::kDouble), w0 = torch::randn({V, H}, torch::kDouble) * 0.3;
+  const torch::Tensor b0 = torch::randn({V}, torch::kDouble);
+  const torch::Tensor targets = torch::randint(V, {N}, torch::kLong);
+  const auto run = [&](torch::ScalarType dtype) {
+    torch::Tensor x = x0.to(dtype).requires_grad_(), w = w0.to(dtype).requires_grad_(), b = b0.to(dtype).requires_grad_();
+    const torch::Tensor losses = linear_cross_entropy(x, w, b, targets, 0.1);
+    losses.sum().backward();
+    return std::vector<torch::Tensor>{losses.detach().to(torch::kDouble), x.grad().to(torch::kDouble),
+                                      w.grad().to(torch::kDouble), b.grad().to(torch::kDouble)};
+  };
+  const bool before = panel_products_enabled();
+  set_panel_products_enabled(false);
+  const std::vector<torch::Tensor> library = run(torch::kFloat);
+  set_panel_products_enabled(true);
+  const int64_t panels_before = panel_products_run();
+  const std::vector<torch::Tensor> panels = run(torch::kFloat);
+  const int64_t ran = panel_products_run() - panels_before;
+  set_panel_products_enabled(before);
+  const std::vector<torch::Tensor> reference = run(torch::kDouble);
+  EXPECT_EQ(ran, std::min<int64_t>(GetParam(), V)) << "one panel product per vocabulary slice";
+  for (std::size_t i = 0; i < panels.size(); ++i) {
+    const double scale = std::max(reference[i].abs().max().item<double>(), 1.0);
+    EXPECT_LE((panels[i] - reference[i]).abs().max().item<double>(), 1e-5 * scale) << i;
+    EXPECT_LE((panels[i] - library[i]).abs().max().item<double>(), 1e-5 * scale) << i;
   }
 }
 

@@ -123,7 +123,7 @@ TEST(PanelProductsTest, Bf16KernelEqualsADoubleProductOfTheRoundedOperands) {
   EXPECT_EQ(checked, 5 * 7 * 2 * 5 * 4);
 }
 
-// The per-step operations (MatrixProducts' overloads for a StepOperand) in panels equal the
+// The per-step operations (MatrixProducts' overloads for a PanelOperand) in panels equal the
 // library's, into a block of a wider buffer too; and a panel product ran for each.
 TEST(PanelProductsTest, StepOperationsEqualTheLibrarys) {
   if (panel_isa_here() == PanelIsa::kNone) GTEST_SKIP() << "this processor has no panel kernel";
@@ -133,7 +133,7 @@ TEST(PanelProductsTest, StepOperationsEqualTheLibrarys) {
   const auto all = [&](bool panels) {
     set_panel_products_enabled(panels);
     const MatrixProducts products;
-    const StepOperand b = products.step_operand(weight.t());
+    const PanelOperand b = products.panel_operand(weight.t());
     EXPECT_EQ(b.in_panels(), panels);
     std::vector<torch::Tensor> out;
     torch::Tensor wide = torch::zeros({19, 128});
@@ -171,12 +171,12 @@ TEST(PanelProductsTest, Bf16StepOperationsBeatTheLibrarysRounding) {
   const bool before = panel_products_enabled();
   const MatrixProducts products{true};
   set_panel_products_enabled(false);
-  const StepOperand library_operand = products.step_operand(weight.t());
+  const PanelOperand library_operand = products.panel_operand(weight.t());
   EXPECT_FALSE(library_operand.in_panels());
   torch::Tensor library = torch::empty({19, 100});
   products.addmm_out(library, bias, a, library_operand);
   set_panel_products_enabled(true);
-  const StepOperand panel_operand = products.step_operand(weight.t());
+  const PanelOperand panel_operand = products.panel_operand(weight.t());
   set_panel_products_enabled(before);
   if (!bf16_panels_here()) {
     EXPECT_FALSE(panel_operand.in_panels());

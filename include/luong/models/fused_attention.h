@@ -100,7 +100,7 @@ class StepAttention {
   torch::Tensor query_weight_, score_vector_, position_weight_, position_bias_, position_vector_, position_offset_;
   // The per-step products' operands: query_weight_ and position_weight_ transposed forwards, as they
   // are backwards.
-  StepOperand query_step_, position_step_;
+  PanelOperand query_step_, position_step_;
   torch::Tensor keys_, values_, lengths_;
   // Recorded in the forward pass.
   torch::Tensor contexts_;         // [T, B, 2H]

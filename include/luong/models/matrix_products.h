@@ -50,15 +50,16 @@ int64_t panel_products_run();
 /// command does first, so that a bad value ends it before it has written anything.
 void read_product_environment();
 
-/// The right operand b [K, N] of a fused kernel's per-step products, all against the same weight: laid
-/// out in panels once per kernel call where a panel kernel takes it (on the CPU, panels enabled: float32
+/// The right operand b [K, N] of a fused kernel's products against one weight (each step's, or the
+/// loss's output projection with its bias as the sums' start): laid out in panels once per kernel
+/// call where a panel kernel takes it (on the CPU, panels enabled: float32
 /// on a processor with AVX2 or AVX-512; under bf16 on one with AVX512-BF16, b rounded to bf16 and the
 /// products' sums left in float32 where the library's bf16 product rounds them to bf16), else b
 /// itself, for MatrixProducts' libraries.
-class StepOperand {
+class PanelOperand {
  public:
-  StepOperand() = default;
-  StepOperand(const torch::Tensor& b, bool bf16);
+  PanelOperand() = default;
+  PanelOperand(const torch::Tensor& b, bool bf16);
 
   const torch::Tensor& matrix() const { return matrix_; }
   bool in_panels() const { return panels_.defined(); }
@@ -75,8 +76,8 @@ class StepOperand {
 struct MatrixProducts {
   bool bf16 = false;
 
-  /// A weight's transpose or itself (b) as the per-step products take it: once per kernel call.
-  StepOperand step_operand(const torch::Tensor& b) const { return StepOperand(b, bf16); }
+  /// A weight's transpose or itself (b) as the panel products take it: once per kernel call.
+  PanelOperand panel_operand(const torch::Tensor& b) const { return PanelOperand(b, bf16); }
 
   /// A weight as the products take it, converted once per kernel call rather than once per step.
   torch::Tensor operand(const torch::Tensor& weight) const { return bf16 ? to_bf16(weight) : weight; }
@@ -116,14 +117,14 @@ struct MatrixProducts {
       torch::mm_out(out, a, b);
     }
   }
-  // The per-step products: in panels where `b` is laid out in them, else the library's.
-  void addmm_out(torch::Tensor& out, const torch::Tensor& bias, const torch::Tensor& a, const StepOperand& b) const {
+  // In panels where `b` is laid out in them, else the library's.
+  void addmm_out(torch::Tensor& out, const torch::Tensor& bias, const torch::Tensor& a, const PanelOperand& b) const {
     if (!b.in_panels() || !b.multiply(out, a, bias)) addmm_out(out, bias, a, b.matrix());
   }
-  void mm_out(torch::Tensor& out, const torch::Tensor& a, const StepOperand& b) const {
+  void mm_out(torch::Tensor& out, const torch::Tensor& a, const PanelOperand& b) const {
     if (!b.in_panels() || !b.multiply(out, a, {})) mm_out(out, a, b.matrix());
   }
-  void add_mm_(torch::Tensor& out, const torch::Tensor& a, const StepOperand& b) const {
+  void add_mm_(torch::Tensor& out, const torch::Tensor& a, const PanelOperand& b) const {
     if (!b.in_panels() || !b.multiply(out, a, out)) add_mm_(out, a, b.matrix());
   }
 
