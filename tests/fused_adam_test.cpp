@@ -88,6 +88,41 @@ INSTANTIATE_TEST_SUITE_P(Options, FusedAdamTest,
                                                 torch::optim::AdamOptions(3e-3).amsgrad(true).weight_decay(0.01).eps(1e-6)}),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
+// gradient_clip's one pass over the gradients against LibTorch's clip_grad_norm_ (float and double,
+// a gradient longer than one chunk, an undefined gradient), the same bits on 1 and 3 threads; a
+// non-contiguous gradient leaves the pass (nullopt) and gradient_clip takes LibTorch's norms.
+TEST(GradientNormTest, OnePassEqualsClipGradNorm) {
+  for (const torch::ScalarType dtype : {torch::kFloat, torch::kDouble}) {
+    torch::manual_seed(12);
+    std::vector<torch::Tensor> params = {torch::randn({300, 7}, dtype), torch::randn({200001}, dtype),
+                                         torch::randn({5}, dtype), torch::randn({3}, dtype)};
+    for (std::size_t i = 0; i < 3; ++i) params[i].mutable_grad() = torch::randn_like(params[i]) * 0.01;
+    const int threads = torch::get_num_threads();
+    torch::set_num_threads(1);
+    const std::optional<double> one = gradient_squares_sum(params);
+    torch::set_num_threads(3);
+    const std::optional<double> three = gradient_squares_sum(params);
+    torch::set_num_threads(threads);
+    ASSERT_TRUE(one.has_value());
+    EXPECT_EQ(*one, *three);
+    const GradientClip clip = gradient_clip(params, 1.0);
+    EXPECT_EQ(clip.norm.scalar_type(), dtype);
+    EXPECT_EQ(clip.norm.item<double>(), static_cast<double>(torch::tensor(std::sqrt(*one), dtype).item<double>()));
+    std::vector<torch::Tensor> copies;
+    for (const torch::Tensor& p : params) {
+      copies.push_back(p.detach().clone());
+      if (p.grad().defined()) copies.back().mutable_grad() = p.grad().clone();
+    }
+    const double reference = torch::nn::utils::clip_grad_norm_(copies, 1.0);
+    EXPECT_NEAR(clip.norm.item<double>(), reference, (dtype == torch::kFloat ? 1e-6 : 1e-13) * reference);
+    EXPECT_NEAR(clip.coefficient.item<double>(), std::min(1.0, 1.0 / (reference + 1e-6)), 1e-6);
+    params[0].mutable_grad() = params[0].grad().t().contiguous().t();  // same values, transposed strides
+    EXPECT_FALSE(gradient_squares_sum(params).has_value());
+    EXPECT_NEAR(gradient_clip(params, 1.0).norm.item<double>(), reference,
+                (dtype == torch::kFloat ? 1e-6 : 1e-13) * reference);
+  }
+}
+
 TEST(FusedAdamCheckpointTest, StateLoadsIntoAdamAndBack) {
   std::vector<torch::Tensor> a = make_params(2), b = make_params(2);
   FusedAdam fused(a, torch::optim::AdamOptions(1e-2));

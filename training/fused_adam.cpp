@@ -65,6 +65,25 @@ void adam_range_dispatch(double* p, const double* g, double* m, double* v, doubl
   adam_range_double(p, g, m, v, mx, b, e, c);
 }
 
+// The sum of x[i]^2 in double, in 8 lanes (the vector type keeps GCC from summing in order).
+template <typename T>
+[[gnu::always_inline]] inline double squares_sum(const T* x, int64_t n) {
+  typedef double Lanes __attribute__((vector_size(64)));
+  Lanes sum = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    Lanes v;
+    for (int j = 0; j < 8; ++j) v[j] = static_cast<double>(x[i + j]);
+    sum += v * v;
+  }
+  double total = 0;
+  for (int j = 0; j < 8; ++j) total += sum[j];
+  for (; i < n; ++i) total += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  return total;
+}
+LUONG_ADAM_CLONES double squares_sum_float(const float* x, int64_t n) { return squares_sum(x, n); }
+LUONG_ADAM_CLONES double squares_sum_double(const double* x, int64_t n) { return squares_sum(x, n); }
+
 bool fusable(const torch::Tensor& p) {
   return p.device().is_cpu() && p.layout() == torch::kStrided && p.is_contiguous() &&
          (p.scalar_type() == torch::kFloat || p.scalar_type() == torch::kDouble) && !p.grad().is_sparse() &&
@@ -107,6 +126,41 @@ void FusedAdam::step_scaled(const torch::Tensor& gradient_scale) {
   }
   for (const auto& group : param_groups()) scale_gradients(group.params(), gradient_scale);
   torch::optim::Adam::step();
+}
+
+std::optional<double> gradient_squares_sum(const std::vector<torch::Tensor>& parameters) {
+  constexpr int64_t kChunk = 1 << 16;
+  struct Chunk {
+    const void* data;
+    int64_t count;
+    bool is_float;
+  };
+  std::vector<Chunk> chunks;
+  for (const torch::Tensor& p : parameters) {
+    const torch::Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    if (!g.device().is_cpu() || g.layout() != torch::kStrided || !g.is_contiguous() ||
+        (g.scalar_type() != torch::kFloat && g.scalar_type() != torch::kDouble)) {
+      return std::nullopt;
+    }
+    const bool is_float = g.scalar_type() == torch::kFloat;
+    const auto* base = static_cast<const char*>(g.data_ptr());
+    const int64_t size = is_float ? 4 : 8;
+    for (int64_t begin = 0; begin < g.numel(); begin += kChunk) {
+      chunks.push_back({base + begin * size, std::min(kChunk, g.numel() - begin), is_float});
+    }
+  }
+  std::vector<double> sums(chunks.size(), 0.0);
+  at::parallel_for(0, static_cast<int64_t>(chunks.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const Chunk& c = chunks[static_cast<std::size_t>(i)];
+      sums[static_cast<std::size_t>(i)] = c.is_float ? squares_sum_float(static_cast<const float*>(c.data), c.count)
+                                                     : squares_sum_double(static_cast<const double*>(c.data), c.count);
+    }
+  });
+  double total = 0;
+  for (const double s : sums) total += s;
+  return total;
 }
 
 void FusedAdam::fused_step(double gradient_scale) {

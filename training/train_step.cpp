@@ -3,12 +3,25 @@
 #include <cmath>
 
 #include "luong/data_pipeline/batching.h"
+#include "luong/training/fused_adam.h"
 
 namespace luong::training {
 
 GradientClip gradient_clip(const std::vector<torch::Tensor>& parameters, double max_norm) {
   RECORD_FUNCTION("luong::gradient_clip", std::vector<c10::IValue>());
   torch::NoGradGuard no_grad;
+  if (const std::optional<double> squares = gradient_squares_sum(parameters)) {
+    // The CPU's one pass; a CPU scalar, as the norms below would be.
+    torch::ScalarType dtype = torch::kFloat;  // the gradients', as LibTorch's norms would give
+    for (const torch::Tensor& p : parameters) {
+      if (p.grad().defined()) {
+        dtype = p.grad().scalar_type();
+        break;
+      }
+    }
+    const torch::Tensor total = torch::tensor(std::sqrt(*squares), torch::dtype(dtype));
+    return {total, torch::clamp(max_norm / (total + 1e-6), std::nullopt, 1.0)};
+  }
   std::vector<torch::Tensor> norms;
   for (const torch::Tensor& p : parameters) {
     if (p.grad().defined()) norms.push_back(p.grad().norm(2));

@@ -10,6 +10,7 @@
 // scaling pass over the gradients read and wrote 208 MB a step.
 #include <torch/torch.h>
 
+#include <optional>
 #include <vector>
 
 namespace luong::training {
@@ -17,6 +18,12 @@ namespace luong::training {
 /// Multiplies every defined gradient of `parameters` in place by `scale`, a scalar tensor on their
 /// device (nothing is read back to the host).
 void scale_gradients(const std::vector<torch::Tensor>& parameters, const torch::Tensor& scale);
+
+/// The sum of the squares of every defined gradient of `parameters`, in one parallel pass summing in
+/// double (chunks of a fixed size, added in order: the same bits on any thread count), where every
+/// gradient is a dense, contiguous float/double CPU tensor; nullopt otherwise. LibTorch's norm per
+/// gradient is a parallel region each, 66 of them a step at hidden 512 (2.8 ms).
+std::optional<double> gradient_squares_sum(const std::vector<torch::Tensor>& parameters);
 
 class FusedAdam : public torch::optim::Adam {
  public:
