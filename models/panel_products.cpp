@@ -19,6 +19,14 @@ constexpr int kAvx2Rows = 4;
 #define LUONG_PANEL_KERNELS 1
 
 // ---- AVX-512: panels of 48 columns -------------------------------------------------------------
+// The lanes of a 48-column panel's three vectors that hold its `width` columns.
+inline void panel_masks(int64_t width, __mmask16 (&mask)[3]) {
+  for (int q = 0; q < 3; ++q) {
+    const int64_t lanes = std::clamp<int64_t>(width - 16 * q, 0, 16);
+    mask[q] = static_cast<__mmask16>((1u << lanes) - 1);
+  }
+}
+
 template <int MR>
 [[gnu::target("avx512f"), gnu::always_inline]] inline void tile_avx512(const float* a, int64_t lda, const float* panel,
                                                                        int64_t k, float* c, int64_t ldc,
@@ -50,10 +58,7 @@ template <int MR>
   for (int64_t j = 0; j < n; j += 48) {
     const int64_t width = std::min<int64_t>(48, n - j);
     __mmask16 mask[3];
-    for (int q = 0; q < 3; ++q) {
-      const int64_t lanes = std::clamp<int64_t>(width - 16 * q, 0, 16);
-      mask[q] = static_cast<__mmask16>((1u << lanes) - 1);
-    }
+    panel_masks(width, mask);
     const float* panel = panels + j * k;
     const float* init_j = init == nullptr ? nullptr : init + j;
     // Row tiles inside a panel: the panel comes from memory for the first tile, from cache after.
@@ -189,10 +194,7 @@ template <int MR>
   for (int64_t j = 0; j < n; j += 48) {
     const int64_t width = std::min<int64_t>(48, n - j);
     __mmask16 mask[3];
-    for (int q = 0; q < 3; ++q) {
-      const int64_t lanes = std::clamp<int64_t>(width - 16 * q, 0, 16);
-      mask[q] = static_cast<__mmask16>((1u << lanes) - 1);
-    }
+    panel_masks(width, mask);
     const uint16_t* panel = panels + j * 2 * pairs;
     const float* init_j = init == nullptr ? nullptr : init + j;
     for (int64_t r = 0; r < m;) {
