@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gradient_check.h"
+#include "product_operations.h"
 #include "luong/models/fused_recurrence.h"
 #include "luong/models/global_attention.h"
 #include "luong/models/luong_decoder.h"
@@ -266,22 +267,14 @@ TEST(MatrixProductsTest, OneDnnEqualsMklForEveryOperation) {
     std::vector<torch::Tensor> out;
     out.push_back(products.mm(a, b));
     out.push_back(products.addmm(bias, a, b));
-    torch::Tensor wide = torch::zeros({48, 128});
-    torch::Tensor block = wide.narrow(1, 16, 96);  // rows of unit column stride, 128 apart
-    products.addmm_out(block, bias, a, b);
-    out.push_back(wide.clone());
-    products.mm_out(block, a, b);
-    out.push_back(wide.clone());
-    torch::Tensor sum = start.clone();
-    products.add_mm_(sum, a, b);
-    out.push_back(sum);
+    for (const torch::Tensor& t : test::in_place_operations(products, a, b, bias, start)) out.push_back(t);
     return out;
   };
   const Float32Products before = float32_products();
   const std::vector<torch::Tensor> mkl = all(Float32Products::kMkl);
   const int64_t products_before = onednn_float32_products_run();
   const std::vector<torch::Tensor> onednn = all(Float32Products::kOneDnn);
-  EXPECT_EQ(onednn_float32_products_run() - products_before, 5);
+  EXPECT_EQ(onednn_float32_products_run() - products_before, 6);
   set_float32_products(Float32Products::kAuto);
   const int64_t auto_before = onednn_float32_products_run();
   const torch::Tensor small = MatrixProducts{}.mm(a, b);  // 48 x 160 x 96: 0.7 million multiply-adds

@@ -9,6 +9,7 @@
 
 #include "luong/models/matrix_products.h"
 #include "luong/models/panel_products.h"
+#include "product_operations.h"
 
 namespace luong::models {
 namespace {
@@ -133,19 +134,7 @@ TEST(PanelProductsTest, StepOperationsEqualTheLibrarys) {
     const MatrixProducts products;
     const PanelOperand b = products.panel_operand(weight.t());
     EXPECT_EQ(b.in_panels(), panels);
-    std::vector<torch::Tensor> out;
-    torch::Tensor wide = torch::zeros({19, 128});
-    torch::Tensor block = wide.narrow(1, 16, 100);
-    products.addmm_out(block, bias, a, b);
-    out.push_back(wide.clone());
-    products.addmm_out(block, start, a, b);  // a matrix to start from (the decoder's embedding gates)
-    out.push_back(wide.clone());
-    products.mm_out(block, a, b);
-    out.push_back(wide.clone());
-    torch::Tensor sum = start.clone();
-    products.add_mm_(sum, a, b);
-    out.push_back(sum);
-    return out;
+    return test::in_place_operations(products, a, b, bias, start);
   };
   const bool before = panel_products_enabled();
   const std::vector<torch::Tensor> library = all(false);
@@ -156,6 +145,8 @@ TEST(PanelProductsTest, StepOperationsEqualTheLibrarys) {
   for (std::size_t i = 0; i < library.size(); ++i) {
     EXPECT_TRUE(torch::allclose(panels[i], library[i], 1e-5, 1e-4)) << "operation " << i;
   }
+  EXPECT_TRUE(torch::equal(panels[0].narrow(1, 0, 16), torch::zeros({19, 16}))) << "wrote outside its block";
+  EXPECT_TRUE(torch::equal(panels[0].narrow(1, 116, 16), torch::zeros({19, 16}))) << "wrote outside its block";
 }
 
 // Under bf16: the per-step operations in bf16 panels are closer to the double product of the rounded
