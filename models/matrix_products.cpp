@@ -103,32 +103,28 @@ void read_product_environment() {
 PanelOperand::PanelOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
   if (!panel_products_enabled() || b.dim() != 2 || !b.device().is_cpu() || b.numel() == 0) return;
   const int64_t k = b.size(0), n = b.size(1);
+  torch::Tensor source = b;
   if (bf16) {
     if (!bf16_panels_here()) return;
     bf16_ = true;
-    const torch::Tensor source = b.scalar_type() == torch::kBFloat16 ? b : b.to(torch::kBFloat16);
+    if (source.scalar_type() != torch::kBFloat16) source = source.to(torch::kBFloat16);
     panels_ = torch::empty({bf16_panel_elements(k, n)}, source.options());
-    const auto* bits = reinterpret_cast<const uint16_t*>(source.data_ptr<at::BFloat16>());
-    auto* out = reinterpret_cast<uint16_t*>(panels_.data_ptr<at::BFloat16>());
-    const int64_t row_stride = source.stride(0), column_stride = source.stride(1);
-    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (k * 48));
-    at::parallel_for(0, (n + 47) / 48, grain, [&](int64_t first, int64_t last) {
-      pack_bf16_panels(bits, k, n, row_stride, column_stride, out, first, last);
-    });
-    return;
+  } else {
+    if (panel_isa_here() == PanelIsa::kNone || b.scalar_type() != torch::kFloat) return;
+    isa_ = panel_isa_here();
+    panels_ = torch::empty({panel_floats(isa_, k, n)}, b.options());
   }
-  const PanelIsa isa = panel_isa_here();
-  if (isa == PanelIsa::kNone || b.scalar_type() != torch::kFloat) return;
-  isa_ = isa;
-  const int64_t width = panel_width(isa);
-  panels_ = torch::empty({panel_floats(isa, k, n)}, b.options());
-  const float* source = b.data_ptr<float>();
-  float* panels = panels_.data_ptr<float>();
-  const int64_t row_stride = b.stride(0), column_stride = b.stride(1);
-  // A panel is k * width floats; a few of them per task keeps small weights on one thread.
+  const int64_t width = panel_width(bf16_ ? PanelIsa::kAvx512 : isa_);  // (the bf16 kernel's are AVX-512's)
+  // A panel is k * width values; a few of them per task keeps small weights on one thread.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (k * width));
   at::parallel_for(0, (n + width - 1) / width, grain, [&](int64_t first, int64_t last) {
-    pack_panels(isa, source, k, n, row_stride, column_stride, panels, first, last);
+    if (bf16_) {
+      pack_bf16_panels(reinterpret_cast<const uint16_t*>(source.data_ptr<at::BFloat16>()), k, n, source.stride(0),
+                       source.stride(1), reinterpret_cast<uint16_t*>(panels_.data_ptr<at::BFloat16>()), first, last);
+    } else {
+      pack_panels(isa_, source.data_ptr<float>(), k, n, source.stride(0), source.stride(1), panels_.data_ptr<float>(),
+                  first, last);
+    }
   });
 }
 

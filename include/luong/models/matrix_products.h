@@ -39,9 +39,10 @@ bool use_onednn(const torch::Tensor& a, const torch::Tensor& b, const torch::Ten
 void onednn_mm(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, bool accumulate);
 }  // namespace detail
 
-/// Whether the fused kernels' per-step float32 products run in panels (panel_products.h) where this
-/// processor has a panel kernel: LUONG_PANEL_PRODUCTS (on or off), else on. Off, they go to the
-/// library Float32Products chooses (the tests hold the two against each other).
+/// Whether the fused kernels' per-step products (and the loss's logits) run in panels
+/// (panel_products.h) where this processor has a panel kernel: LUONG_PANEL_PRODUCTS (on or off), else
+/// on. Off, they go to the library Float32Products chooses, or LibTorch's bf16 product (the tests
+/// hold the two against each other).
 bool panel_products_enabled();
 void set_panel_products_enabled(bool enabled);
 /// The products run in panels in this process (for tests and benchmarks to see that they ran).
