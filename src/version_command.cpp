@@ -64,11 +64,13 @@ int version_command(int, char**) {
   }
   std::printf("fused kernels' float32 products: %s\n", float32);
   const models::PanelIsa panels = models::panel_isa_here();
-  std::printf("their per-step float32 products: %s\n",
+  std::printf("their per-step float32 products: %s%s\n",
               panels == models::PanelIsa::kNone ? "as above (no panel kernel for this processor)"
               : !models::panel_products_enabled() ? "as above (LUONG_PANEL_PRODUCTS=off)"
               : panels == models::PanelIsa::kAvx512 ? "panels, AVX-512"
-                                                    : "panels, AVX2");
+                                                    : "panels, AVX2",
+              models::panel_products_enabled() && models::bf16_panels_here() ? "; in bf16, bf16 panels (AVX512-BF16)"
+                                                                             : "");
   return 0;
 }
 

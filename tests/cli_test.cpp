@@ -105,7 +105,8 @@ TEST(CliTest, VersionSaysWhichProductKernelsRun) {
   const CommandResult on = run("version", "", "LUONG_PANEL_PRODUCTS=on");
   EXPECT_EQ(on.status, 0) << on.out;
   EXPECT_NE(on.out.find("fused kernels' float32 products: "), std::string::npos) << on.out;
-  EXPECT_NE(on.out.find("their per-step float32 products: " + panels + "\n"), std::string::npos) << on.out;
+  const std::string bf16 = models::bf16_panels_here() ? "; in bf16, bf16 panels (AVX512-BF16)" : "";
+  EXPECT_NE(on.out.find("their per-step float32 products: " + panels + bf16 + "\n"), std::string::npos) << on.out;
   if (isa != models::PanelIsa::kNone) {
     const CommandResult off = run("version", "", "LUONG_PANEL_PRODUCTS=off");
     EXPECT_NE(off.out.find("their per-step float32 products: as above (LUONG_PANEL_PRODUCTS=off)\n"),
