@@ -18,7 +18,43 @@ constexpr int kAvx2Rows = 4;
 #if defined(__x86_64__) && defined(__GNUC__)
 #define LUONG_PANEL_KERNELS 1
 
-// ---- AVX-512: panels of 48 columns -------------------------------------------------------------
+// ---- the walk every kernel shares ----------------------------------------------------------------
+// A kernel's operands and its tile: Kernel::tile<MR>(r, j, width) computes rows [r, r + MR) of c
+// against the panel at column j (width of its columns real). Its sums stay in registers across all of k.
+// Panels one after the other, tiles of up to Kernel::kRows rows inside each: the panel comes from
+// memory for the first tile, from cache after.
+template <int MR, typename Kernel>
+void run_tile(const Kernel& kernel, int64_t rows, int64_t r, int64_t j, int64_t width) {
+  if constexpr (MR > 1) {
+    if (rows < MR) return run_tile<MR - 1>(kernel, rows, r, j, width);
+  }
+  kernel.template tile<MR>(r, j, width);
+}
+
+template <typename Kernel>
+void walk_panels(const Kernel& kernel, int64_t m, int64_t n) {
+  for (int64_t j = 0; j < n; j += Kernel::kWidth) {
+    const int64_t width = std::min<int64_t>(Kernel::kWidth, n - j);
+    for (int64_t r = 0; r < m; r += Kernel::kRows) {
+      run_tile<Kernel::kRows>(kernel, std::min<int64_t>(Kernel::kRows, m - r), r, j, width);
+    }
+  }
+}
+
+// What every kernel multiplies: a's rows (A: float, or bf16 bits) against panels (P), into c, the sums
+// starting from init (see panel_product).
+template <typename A, typename P>
+struct Operands {
+  const A* a;
+  int64_t lda;
+  const P* panels;
+  int64_t panel_k;  // the panels' k: k, or k's pairs for bf16
+  float* c;
+  int64_t ldc;
+  const float* init;
+  int64_t init_ld;
+};
+
 // The lanes of a 48-column panel's three vectors that hold its `width` columns.
 inline void panel_masks(int64_t width, __mmask16 (&mask)[3]) {
   for (int q = 0; q < 3; ++q) {
@@ -27,148 +63,115 @@ inline void panel_masks(int64_t width, __mmask16 (&mask)[3]) {
   }
 }
 
-template <int MR>
-[[gnu::target("avx512f"), gnu::always_inline]] inline void tile_avx512(const float* a, int64_t lda, const float* panel,
-                                                                       int64_t k, float* c, int64_t ldc,
-                                                                       const float* init, int64_t init_ld,
-                                                                       const __mmask16 (&mask)[3]) {
-  __m512 sum[MR][3];
-  for (int r = 0; r < MR; ++r) {
-    for (int q = 0; q < 3; ++q) {
-      sum[r][q] = init == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask[q], init + r * init_ld + 16 * q);
-    }
-  }
-  for (int64_t i = 0; i < k; ++i) {
-    const float* b = panel + i * 48;
-    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32);
-    for (int r = 0; r < MR; ++r) {
-      const __m512 x = _mm512_set1_ps(a[r * lda + i]);
-      sum[r][0] = _mm512_fmadd_ps(x, b0, sum[r][0]);
-      sum[r][1] = _mm512_fmadd_ps(x, b1, sum[r][1]);
-      sum[r][2] = _mm512_fmadd_ps(x, b2, sum[r][2]);
-    }
-  }
-  for (int r = 0; r < MR; ++r) {
-    for (int q = 0; q < 3; ++q) _mm512_mask_storeu_ps(c + r * ldc + 16 * q, mask[q], sum[r][q]);
-  }
-}
+// ---- AVX-512: 8 rows x 48 columns -------------------------------------------------------------
+struct Avx512Kernel : Operands<float, float> {
+  static constexpr int kWidth = 48, kRows = kAvx512Rows;
 
-[[gnu::target("avx512f")]] void product_avx512(const float* a, int64_t m, int64_t k, int64_t lda, const float* panels,
-                                               int64_t n, float* c, int64_t ldc, const float* init, int64_t init_ld) {
-  for (int64_t j = 0; j < n; j += 48) {
-    const int64_t width = std::min<int64_t>(48, n - j);
+  template <int MR>
+  [[gnu::target("avx512f")]] void tile(int64_t r, int64_t j, int64_t width) const {
     __mmask16 mask[3];
     panel_masks(width, mask);
-    const float* panel = panels + j * k;
-    const float* init_j = init == nullptr ? nullptr : init + j;
-    // Row tiles inside a panel: the panel comes from memory for the first tile, from cache after.
-    for (int64_t r = 0; r < m;) {
-      const int64_t rows = std::min<int64_t>(kAvx512Rows, m - r);
-      const float* ar = a + r * lda;
-      float* cr = c + r * ldc + j;
-      const float* ir = init_j == nullptr ? nullptr : init_j + r * init_ld;
-      switch (rows) {
-        case 8: tile_avx512<8>(ar, lda, panel, k, cr, ldc, ir, init_ld, mask); break;
-        case 7: tile_avx512<7>(ar, lda, panel, k, cr, ldc, ir, init_ld, mask); break;
-        case 6: tile_avx512<6>(ar, lda, panel, k, cr, ldc, ir, init_ld, mask); break;
-        case 5: tile_avx512<5>(ar, lda, panel, k, cr, ldc, ir, init_ld, mask); break;
-        case 4: tile_avx512<4>(ar, lda, panel, k, cr, ldc, ir, init_ld, mask); break;
-        case 3: tile_avx512<3>(ar, lda, panel, k, cr, ldc, ir, init_ld, mask); break;
-        case 2: tile_avx512<2>(ar, lda, panel, k, cr, ldc, ir, init_ld, mask); break;
-        default: tile_avx512<1>(ar, lda, panel, k, cr, ldc, ir, init_ld, mask); break;
+    const float* ar = a + r * lda;
+    const float* panel = panels + j * panel_k;
+    __m512 sum[MR][3];
+    for (int i = 0; i < MR; ++i) {
+      for (int q = 0; q < 3; ++q) {
+        sum[i][q] = init == nullptr ? _mm512_setzero_ps()
+                                    : _mm512_maskz_loadu_ps(mask[q], init + (r + i) * init_ld + j + 16 * q);
       }
-      r += rows;
+    }
+    for (int64_t p = 0; p < panel_k; ++p) {
+      const float* b = panel + p * 48;
+      const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32);
+      for (int i = 0; i < MR; ++i) {
+        const __m512 x = _mm512_set1_ps(ar[i * lda + p]);
+        sum[i][0] = _mm512_fmadd_ps(x, b0, sum[i][0]);
+        sum[i][1] = _mm512_fmadd_ps(x, b1, sum[i][1]);
+        sum[i][2] = _mm512_fmadd_ps(x, b2, sum[i][2]);
+      }
+    }
+    for (int i = 0; i < MR; ++i) {
+      for (int q = 0; q < 3; ++q) _mm512_mask_storeu_ps(c + (r + i) * ldc + j + 16 * q, mask[q], sum[i][q]);
     }
   }
-}
+};
 
-// ---- AVX2 + FMA: panels of 24 columns ----------------------------------------------------------
-template <int MR>
-[[gnu::target("avx2,fma"), gnu::always_inline]] inline void tile_avx2(const float* a, int64_t lda, const float* panel,
-                                                                      int64_t k, float* c, int64_t ldc,
-                                                                      const float* init, int64_t init_ld,
-                                                                      const __m256i (&mask)[3]) {
-  __m256 sum[MR][3];
-  for (int r = 0; r < MR; ++r) {
-    for (int q = 0; q < 3; ++q) {
-      sum[r][q] = init == nullptr ? _mm256_setzero_ps() : _mm256_maskload_ps(init + r * init_ld + 8 * q, mask[q]);
-    }
-  }
-  for (int64_t i = 0; i < k; ++i) {
-    const float* b = panel + i * 24;
-    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), b2 = _mm256_loadu_ps(b + 16);
-    for (int r = 0; r < MR; ++r) {
-      const __m256 x = _mm256_broadcast_ss(a + r * lda + i);
-      sum[r][0] = _mm256_fmadd_ps(x, b0, sum[r][0]);
-      sum[r][1] = _mm256_fmadd_ps(x, b1, sum[r][1]);
-      sum[r][2] = _mm256_fmadd_ps(x, b2, sum[r][2]);
-    }
-  }
-  for (int r = 0; r < MR; ++r) {
-    for (int q = 0; q < 3; ++q) _mm256_maskstore_ps(c + r * ldc + 8 * q, mask[q], sum[r][q]);
-  }
-}
+// ---- AVX2 + FMA: 4 rows x 24 columns ----------------------------------------------------------
+struct Avx2Kernel : Operands<float, float> {
+  static constexpr int kWidth = 24, kRows = kAvx2Rows;
 
-[[gnu::target("avx2,fma")]] void product_avx2(const float* a, int64_t m, int64_t k, int64_t lda, const float* panels,
-                                              int64_t n, float* c, int64_t ldc, const float* init, int64_t init_ld) {
-  for (int64_t j = 0; j < n; j += 24) {
-    const int64_t width = std::min<int64_t>(24, n - j);
+  template <int MR>
+  [[gnu::target("avx2,fma")]] void tile(int64_t r, int64_t j, int64_t width) const {
     __m256i mask[3];
     for (int q = 0; q < 3; ++q) {
       const int lanes = static_cast<int>(std::clamp<int64_t>(width - 8 * q, 0, 8));
       mask[q] = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     }
-    const float* panel = panels + j * k;
-    const float* init_j = init == nullptr ? nullptr : init + j;
-    for (int64_t r = 0; r < m;) {
-      const int64_t rows = std::min<int64_t>(kAvx2Rows, m - r);
-      const float* ar = a + r * lda;
-      float* cr = c + r * ldc + j;
-      const float* ir = init_j == nullptr ? nullptr : init_j + r * init_ld;
-      switch (rows) {
-        case 4: tile_avx2<4>(ar, lda, panel, k, cr, ldc, ir, init_ld, mask); break;
-        case 3: tile_avx2<3>(ar, lda, panel, k, cr, ldc, ir, init_ld, mask); break;
-        case 2: tile_avx2<2>(ar, lda, panel, k, cr, ldc, ir, init_ld, mask); break;
-        default: tile_avx2<1>(ar, lda, panel, k, cr, ldc, ir, init_ld, mask); break;
+    const float* ar = a + r * lda;
+    const float* panel = panels + j * panel_k;
+    __m256 sum[MR][3];
+    for (int i = 0; i < MR; ++i) {
+      for (int q = 0; q < 3; ++q) {
+        sum[i][q] = init == nullptr ? _mm256_setzero_ps()
+                                    : _mm256_maskload_ps(init + (r + i) * init_ld + j + 8 * q, mask[q]);
       }
-      r += rows;
+    }
+    for (int64_t p = 0; p < panel_k; ++p) {
+      const float* b = panel + p * 24;
+      const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8), b2 = _mm256_loadu_ps(b + 16);
+      for (int i = 0; i < MR; ++i) {
+        const __m256 x = _mm256_broadcast_ss(ar + i * lda + p);
+        sum[i][0] = _mm256_fmadd_ps(x, b0, sum[i][0]);
+        sum[i][1] = _mm256_fmadd_ps(x, b1, sum[i][1]);
+        sum[i][2] = _mm256_fmadd_ps(x, b2, sum[i][2]);
+      }
+    }
+    for (int i = 0; i < MR; ++i) {
+      for (int q = 0; q < 3; ++q) _mm256_maskstore_ps(c + (r + i) * ldc + j + 8 * q, mask[q], sum[i][q]);
     }
   }
-}
+};
 
-// ---- bf16: panels of 48 columns, k in pairs ------------------------------------------------------
-template <int MR>
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16"), gnu::always_inline]] inline void tile_bf16(
-    const uint16_t* a, int64_t lda, const uint16_t* panel, int64_t pairs, float* c, int64_t ldc, const float* init,
-    int64_t init_ld, const __mmask16 (&mask)[3]) {
-  __m512 sum[MR][3];
-  for (int r = 0; r < MR; ++r) {
-    for (int q = 0; q < 3; ++q) {
-      sum[r][q] = init == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask[q], init + r * init_ld + 16 * q);
+// ---- bf16 (AVX512-BF16): 8 rows x 48 columns, k in pairs --------------------------------------
+struct Bf16Kernel : Operands<uint16_t, uint16_t> {
+  static constexpr int kWidth = 48, kRows = kAvx512Rows;
+
+  template <int MR>
+  [[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void tile(int64_t r, int64_t j, int64_t width) const {
+    __mmask16 mask[3];
+    panel_masks(width, mask);
+    const uint16_t* ar = a + r * lda;
+    const uint16_t* panel = panels + j * 2 * panel_k;
+    __m512 sum[MR][3];
+    for (int i = 0; i < MR; ++i) {
+      for (int q = 0; q < 3; ++q) {
+        sum[i][q] = init == nullptr ? _mm512_setzero_ps()
+                                    : _mm512_maskz_loadu_ps(mask[q], init + (r + i) * init_ld + j + 16 * q);
+      }
+    }
+    for (int64_t p = 0; p < panel_k; ++p) {
+      const uint16_t* b = panel + p * 96;
+      const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b));
+      const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + 32));
+      const __m512bh b2 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + 64));
+      for (int i = 0; i < MR; ++i) {
+        int32_t pair;
+        std::memcpy(&pair, ar + i * lda + 2 * p, sizeof pair);
+        const __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi32(pair));
+        sum[i][0] = _mm512_dpbf16_ps(sum[i][0], x, b0);
+        sum[i][1] = _mm512_dpbf16_ps(sum[i][1], x, b1);
+        sum[i][2] = _mm512_dpbf16_ps(sum[i][2], x, b2);
+      }
+    }
+    for (int i = 0; i < MR; ++i) {
+      for (int q = 0; q < 3; ++q) _mm512_mask_storeu_ps(c + (r + i) * ldc + j + 16 * q, mask[q], sum[i][q]);
     }
   }
-  for (int64_t p = 0; p < pairs; ++p) {
-    const uint16_t* b = panel + p * 96;
-    const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b));
-    const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + 32));
-    const __m512bh b2 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + 64));
-    for (int r = 0; r < MR; ++r) {
-      int32_t pair;
-      std::memcpy(&pair, a + r * lda + 2 * p, sizeof pair);
-      const __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi32(pair));
-      sum[r][0] = _mm512_dpbf16_ps(sum[r][0], x, b0);
-      sum[r][1] = _mm512_dpbf16_ps(sum[r][1], x, b1);
-      sum[r][2] = _mm512_dpbf16_ps(sum[r][2], x, b2);
-    }
-  }
-  for (int r = 0; r < MR; ++r) {
-    for (int q = 0; q < 3; ++q) _mm512_mask_storeu_ps(c + r * ldc + 16 * q, mask[q], sum[r][q]);
-  }
-}
+};
 
 // a's rows rounded to bf16 (to nearest even), each padded to an even length with zero.
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void round_rows_bf16(const float* a, int64_t m, int64_t k, int64_t lda,
-                                                           uint16_t* out, int64_t out_ld) {
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void round_rows_bf16(const float* a, int64_t m, int64_t k,
+                                                                            int64_t lda, uint16_t* out, int64_t out_ld) {
   for (int64_t r = 0; r < m; ++r) {
     int64_t i = 0;
     for (; i + 16 <= k; i += 16) {
@@ -181,39 +184,6 @@ template <int MR>
       _mm256_mask_storeu_epi16(out + r * out_ld + i, lanes, reinterpret_cast<__m256i>(h));
     }
     if (k % 2 == 1) out[r * out_ld + k] = 0;
-  }
-}
-
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void product_bf16(const float* a, int64_t m, int64_t k, int64_t lda,
-                                                        const uint16_t* panels, int64_t n, float* c, int64_t ldc,
-                                                        const float* init, int64_t init_ld) {
-  const int64_t pairs = (k + 1) / 2, a_ld = 2 * pairs;
-  thread_local std::vector<uint16_t> rounded;  // a in bf16: a step's rows, reused across steps
-  rounded.resize(static_cast<std::size_t>(m * a_ld));
-  round_rows_bf16(a, m, k, lda, rounded.data(), a_ld);
-  for (int64_t j = 0; j < n; j += 48) {
-    const int64_t width = std::min<int64_t>(48, n - j);
-    __mmask16 mask[3];
-    panel_masks(width, mask);
-    const uint16_t* panel = panels + j * 2 * pairs;
-    const float* init_j = init == nullptr ? nullptr : init + j;
-    for (int64_t r = 0; r < m;) {
-      const int64_t rows = std::min<int64_t>(kAvx512Rows, m - r);
-      const uint16_t* ar = rounded.data() + r * a_ld;
-      float* cr = c + r * ldc + j;
-      const float* ir = init_j == nullptr ? nullptr : init_j + r * init_ld;
-      switch (rows) {
-        case 8: tile_bf16<8>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
-        case 7: tile_bf16<7>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
-        case 6: tile_bf16<6>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
-        case 5: tile_bf16<5>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
-        case 4: tile_bf16<4>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
-        case 3: tile_bf16<3>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
-        case 2: tile_bf16<2>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
-        default: tile_bf16<1>(ar, a_ld, panel, pairs, cr, ldc, ir, init_ld, mask); break;
-      }
-      r += rows;
-    }
   }
 }
 
@@ -361,7 +331,13 @@ void pack_bf16_panels(const uint16_t* b, int64_t k, int64_t n, int64_t row_strid
 void bf16_panel_product(const float* a, int64_t m, int64_t k, int64_t lda, const uint16_t* panels, int64_t n,
                         float* c, int64_t ldc, const float* init, int64_t init_ld) {
 #ifdef LUONG_PANEL_KERNELS
-  if (bf16_panels_here()) return product_bf16(a, m, k, lda, panels, n, c, ldc, init, init_ld);
+  if (bf16_panels_here()) {
+    const int64_t pairs = (k + 1) / 2;
+    thread_local std::vector<uint16_t> rounded;  // a in bf16: a step's rows, reused across steps
+    rounded.resize(static_cast<std::size_t>(m * 2 * pairs));
+    round_rows_bf16(a, m, k, lda, rounded.data(), 2 * pairs);
+    return walk_panels(Bf16Kernel{{rounded.data(), 2 * pairs, panels, pairs, c, ldc, init, init_ld}}, m, n);
+  }
 #endif
   (void)a, (void)m, (void)k, (void)lda, (void)panels, (void)n, (void)c, (void)ldc, (void)init, (void)init_ld;
   throw std::invalid_argument("bf16_panel_product: this processor has no AVX512-BF16");
@@ -370,8 +346,9 @@ void bf16_panel_product(const float* a, int64_t m, int64_t k, int64_t lda, const
 void panel_product(PanelIsa isa, const float* a, int64_t m, int64_t k, int64_t lda, const float* panels, int64_t n,
                    float* c, int64_t ldc, const float* init, int64_t init_ld) {
 #ifdef LUONG_PANEL_KERNELS
-  if (isa == PanelIsa::kAvx512) return product_avx512(a, m, k, lda, panels, n, c, ldc, init, init_ld);
-  if (isa == PanelIsa::kAvx2) return product_avx2(a, m, k, lda, panels, n, c, ldc, init, init_ld);
+  const Operands<float, float> operands{a, lda, panels, k, c, ldc, init, init_ld};
+  if (isa == PanelIsa::kAvx512) return walk_panels(Avx512Kernel{operands}, m, n);
+  if (isa == PanelIsa::kAvx2) return walk_panels(Avx2Kernel{operands}, m, n);
 #endif
   (void)a, (void)m, (void)k, (void)lda, (void)panels, (void)n, (void)c, (void)ldc, (void)init, (void)init_ld;
   throw std::invalid_argument("panel_product: no panel kernel for this processor");
