@@ -63,6 +63,26 @@ inline void panel_masks(int64_t width, __mmask16 (&mask)[3]) {
   }
 }
 
+// A 48-column tile's sums at rows [r, r + MR), column j, in AVX-512 registers: started from init (or
+// zero), stored into c, both masked to the panel's real columns. (The AVX-512 and bf16 kernels.)
+template <int MR, typename A, typename P>
+[[gnu::target("avx512f"), gnu::always_inline]] inline void start_sums(const Operands<A, P>& o, int64_t r, int64_t j,
+                                                                      const __mmask16 (&mask)[3], __m512 (&sum)[MR][3]) {
+  for (int i = 0; i < MR; ++i) {
+    for (int q = 0; q < 3; ++q) {
+      sum[i][q] = o.init == nullptr ? _mm512_setzero_ps()
+                                    : _mm512_maskz_loadu_ps(mask[q], o.init + (r + i) * o.init_ld + j + 16 * q);
+    }
+  }
+}
+template <int MR, typename A, typename P>
+[[gnu::target("avx512f"), gnu::always_inline]] inline void store_sums(const Operands<A, P>& o, int64_t r, int64_t j,
+                                                                      const __mmask16 (&mask)[3], __m512 (&sum)[MR][3]) {
+  for (int i = 0; i < MR; ++i) {
+    for (int q = 0; q < 3; ++q) _mm512_mask_storeu_ps(o.c + (r + i) * o.ldc + j + 16 * q, mask[q], sum[i][q]);
+  }
+}
+
 // ---- AVX-512: 8 rows x 48 columns -------------------------------------------------------------
 struct Avx512Kernel : Operands<float, float> {
   static constexpr int kWidth = 48, kRows = kAvx512Rows;
@@ -74,12 +94,7 @@ struct Avx512Kernel : Operands<float, float> {
     const float* ar = a + r * lda;
     const float* panel = panels + j * panel_k;
     __m512 sum[MR][3];
-    for (int i = 0; i < MR; ++i) {
-      for (int q = 0; q < 3; ++q) {
-        sum[i][q] = init == nullptr ? _mm512_setzero_ps()
-                                    : _mm512_maskz_loadu_ps(mask[q], init + (r + i) * init_ld + j + 16 * q);
-      }
-    }
+    start_sums<MR>(*this, r, j, mask, sum);
     for (int64_t p = 0; p < panel_k; ++p) {
       const float* b = panel + p * 48;
       const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16), b2 = _mm512_loadu_ps(b + 32);
@@ -90,9 +105,7 @@ struct Avx512Kernel : Operands<float, float> {
         sum[i][2] = _mm512_fmadd_ps(x, b2, sum[i][2]);
       }
     }
-    for (int i = 0; i < MR; ++i) {
-      for (int q = 0; q < 3; ++q) _mm512_mask_storeu_ps(c + (r + i) * ldc + j + 16 * q, mask[q], sum[i][q]);
-    }
+    store_sums<MR>(*this, r, j, mask, sum);
   }
 };
 
@@ -143,12 +156,7 @@ struct Bf16Kernel : Operands<uint16_t, uint16_t> {
     const uint16_t* ar = a + r * lda;
     const uint16_t* panel = panels + j * 2 * panel_k;
     __m512 sum[MR][3];
-    for (int i = 0; i < MR; ++i) {
-      for (int q = 0; q < 3; ++q) {
-        sum[i][q] = init == nullptr ? _mm512_setzero_ps()
-                                    : _mm512_maskz_loadu_ps(mask[q], init + (r + i) * init_ld + j + 16 * q);
-      }
-    }
+    start_sums<MR>(*this, r, j, mask, sum);
     for (int64_t p = 0; p < panel_k; ++p) {
       const uint16_t* b = panel + p * 96;
       const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b));
@@ -163,9 +171,7 @@ struct Bf16Kernel : Operands<uint16_t, uint16_t> {
         sum[i][2] = _mm512_dpbf16_ps(sum[i][2], x, b2);
       }
     }
-    for (int i = 0; i < MR; ++i) {
-      for (int q = 0; q < 3; ++q) _mm512_mask_storeu_ps(c + (r + i) * ldc + j + 16 * q, mask[q], sum[i][q]);
-    }
+    store_sums<MR>(*this, r, j, mask, sum);
   }
 };
 
