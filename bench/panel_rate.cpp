@@ -1,8 +1,8 @@
 // The per-step products of the fused kernels on one thread, GFLOP/s: in panels laid out beforehand
 // (luong/models/panel_products.h), in MKL (LibTorch's mm) and in oneDNN, each product against one of
 // `weights` different weights in turn, so that the weights come from L3 as they do between a step's
-// products; under bf16 precision (where the processor has AVX512-BF16), bf16 panels against
-// LibTorch's bf16 product (oneDNN). Also the time to lay a weight out in panels, both ways round.
+// products; under bf16 precision (where the processor has AVX512-BF16), bf16 panels (AVX512-BF16's
+// kernel, and AMX's where the processor has it) against LibTorch's bf16 product (oneDNN). Also the time to lay a weight out in panels, both ways round.
 //
 //   build/luong_panel_rate [M K N ...]     (default: the hidden-512 and notebook per-step shapes)
 #include <torch/torch.h>
@@ -64,14 +64,20 @@ void measure(int64_t m, int64_t k, int64_t n) {
   if (luong::models::bf16_panels_here()) {
     const MatrixProducts bf16{true};
     std::vector<torch::Tensor> bf16_operands;
-    std::vector<PanelOperand> bf16_panels;
-    for (int i = 0; i < kWeights; ++i) {
-      bf16_operands.push_back(bf16.operand(weights[i]).t());
-      bf16_panels.push_back(PanelOperand(bf16_operands.back(), true));
-    }
-    const double panels16 = seconds_per_call([&](int i) { bf16.mm_out(out, a, bf16_panels[i]); });
+    for (int i = 0; i < kWeights; ++i) bf16_operands.push_back(bf16.operand(weights[i]).t());
+    const auto panel_time = [&](bool amx) {
+      luong::models::set_amx_panels_enabled(amx);
+      std::vector<PanelOperand> bf16_panels;
+      for (int i = 0; i < kWeights; ++i) bf16_panels.push_back(PanelOperand(bf16_operands[i], true));
+      return seconds_per_call([&](int i) { bf16.mm_out(out, a, bf16_panels[i]); });
+    };
+    const double avx512_bf16 = panel_time(false);
     const double library16 = seconds_per_call([&](int i) { bf16.mm_out(out, a, bf16_operands[i]); });
-    std::printf("   %7.1f  %7.1f   %6.2fx", flop / panels16 / 1e9, flop / library16 / 1e9, library16 / panels16);
+    std::printf("   %7.1f  %7.1f   %6.2fx", flop / avx512_bf16 / 1e9, flop / library16 / 1e9, library16 / avx512_bf16);
+    if (luong::models::bf16_panel_kernel_here() == luong::models::Bf16PanelKernel::kAmx) {
+      const double amx = panel_time(true);
+      std::printf("   %7.1f  %6.2fx", flop / amx / 1e9, std::min(library16, avx512_bf16) / amx);
+    }
   }
   std::printf("\n");
 }
@@ -100,8 +106,11 @@ int main(int argc, char** argv) {
   std::printf("one thread, %d weights in turn; %s panels of %lld columns\n", kWeights,
               isa == luong::models::PanelIsa::kAvx512 ? "AVX-512" : "AVX2",
               static_cast<long long>(luong::models::panel_width(isa)));
-  std::printf("product                      GFLOP/s: panels      MKL   oneDNN  speed-up  pack w^T us  pack w us%s\n",
-              luong::models::bf16_panels_here() ? "   bf16: panels  library  speed-up" : "");
+  std::printf("product                      GFLOP/s: panels      MKL   oneDNN  speed-up  pack w^T us  pack w us%s%s\n",
+              luong::models::bf16_panels_here() ? "   bf16: panels  library  speed-up" : "",
+              luong::models::bf16_panel_kernel_here() == luong::models::Bf16PanelKernel::kAmx
+                  ? "   AMX panels  speed-up"
+                  : "");
   for (std::size_t i = 0; i < shapes.size(); i += 3) measure(shapes[i], shapes[i + 1], shapes[i + 2]);
   return 0;
 }

@@ -38,15 +38,26 @@ std::atomic<Float32Products>& current_choice() {
 std::atomic<int64_t> onednn_products{0};
 std::atomic<int64_t> panel_products{0};
 
-bool panels_from_environment() {
+struct PanelChoice {
+  bool enabled = true;
+  bool amx = true;  // bf16 panels by AMX where it is here
+};
+
+PanelChoice panels_from_environment() {
   const char* value = std::getenv("LUONG_PANEL_PRODUCTS");
-  if (value == nullptr || *value == '\0' || std::strcmp(value, "on") == 0) return true;
-  if (std::strcmp(value, "off") == 0) return false;
-  throw Error(std::string("LUONG_PANEL_PRODUCTS must be on or off, not '") + value + "'");
+  if (value == nullptr || *value == '\0' || std::strcmp(value, "on") == 0) return {};
+  if (std::strcmp(value, "off") == 0) return {false, true};
+  if (std::strcmp(value, "no-amx") == 0) return {true, false};
+  throw Error(std::string("LUONG_PANEL_PRODUCTS must be on, off or no-amx, not '") + value + "'");
 }
 
 std::atomic<bool>& panels_enabled() {
-  static std::atomic<bool> enabled{panels_from_environment()};
+  static std::atomic<bool> enabled{panels_from_environment().enabled};
+  return enabled;
+}
+
+std::atomic<bool>& amx_panels_enabled() {
+  static std::atomic<bool> enabled{panels_from_environment().amx};
   return enabled;
 }
 
@@ -93,11 +104,21 @@ bool panel_products_enabled() { return panels_enabled().load(std::memory_order_r
 
 void set_panel_products_enabled(bool enabled) { panels_enabled().store(enabled, std::memory_order_relaxed); }
 
+Bf16PanelKernel bf16_panel_kernel() {
+  const Bf16PanelKernel here = bf16_panel_kernel_here();
+  return here == Bf16PanelKernel::kAmx && !amx_panels_enabled().load(std::memory_order_relaxed)
+             ? Bf16PanelKernel::kAvx512Bf16
+             : here;
+}
+
+void set_amx_panels_enabled(bool enabled) { amx_panels_enabled().store(enabled, std::memory_order_relaxed); }
+
 int64_t panel_products_run() { return panel_products.load(std::memory_order_relaxed); }
 
 void read_product_environment() {
   (void)float32_products();
   (void)panel_products_enabled();
+  (void)amx_panels_enabled();
 }
 
 PanelOperand::PanelOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
@@ -105,8 +126,8 @@ PanelOperand::PanelOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
   const int64_t k = b.size(0), n = b.size(1);
   torch::Tensor source = b;
   if (bf16) {
-    if (!bf16_panels_here()) return;
-    bf16_ = true;
+    bf16_kernel_ = bf16_panel_kernel();
+    if (bf16_kernel_ == Bf16PanelKernel::kNone) return;
     if (source.scalar_type() != torch::kBFloat16) source = source.to(torch::kBFloat16);
     panels_ = torch::empty({bf16_panel_elements(k, n)}, source.options());
   } else {
@@ -114,11 +135,12 @@ PanelOperand::PanelOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
     isa_ = panel_isa_here();
     panels_ = torch::empty({panel_floats(isa_, k, n)}, b.options());
   }
-  const int64_t width = panel_width(bf16_ ? PanelIsa::kAvx512 : isa_);  // (the bf16 kernel's are AVX-512's)
+  const bool bf16_panels = bf16_kernel_ != Bf16PanelKernel::kNone;
+  const int64_t width = bf16_panels ? 48 : panel_width(isa_);
   // A panel is k * width values; a few of them per task keeps small weights on one thread.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (k * width));
   at::parallel_for(0, (n + width - 1) / width, grain, [&](int64_t first, int64_t last) {
-    if (bf16_) {
+    if (bf16_panels) {
       pack_bf16_panels(reinterpret_cast<const uint16_t*>(source.data_ptr<at::BFloat16>()), k, n, source.stride(0),
                        source.stride(1), reinterpret_cast<uint16_t*>(panels_.data_ptr<at::BFloat16>()), first, last);
     } else {
@@ -145,8 +167,8 @@ bool PanelOperand::multiply(const torch::Tensor& out, const torch::Tensor& a, co
     }
     init_data = init.data_ptr<float>();
   }
-  if (m > 0 && bf16_) {
-    bf16_panel_product(a.data_ptr<float>(), m, k, a.stride(0),
+  if (m > 0 && bf16_kernel_ != Bf16PanelKernel::kNone) {
+    bf16_panel_product(bf16_kernel_, a.data_ptr<float>(), m, k, a.stride(0),
                        reinterpret_cast<const uint16_t*>(panels_.data_ptr<at::BFloat16>()), n, out.data_ptr<float>(),
                        out.stride(0), init_data, init_ld);
   } else if (m > 0) {

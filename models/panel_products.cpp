@@ -1,10 +1,13 @@
 #include "luong/models/panel_products.h"
 
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace luong::models {
@@ -48,7 +51,8 @@ struct Operands {
   const A* a;
   int64_t lda;
   const P* panels;
-  int64_t panel_k;  // the panels' k: k, or k's pairs for bf16
+  int64_t panel_k;     // the k a tile sums over: k, or k's pairs for bf16
+  int64_t panel_rows;  // the k rows a panel holds: panel_k, or the pairs padded to 16 for bf16
   float* c;
   int64_t ldc;
   const float* init;
@@ -92,7 +96,7 @@ struct Avx512Kernel : Operands<float, float> {
     __mmask16 mask[3];
     panel_masks(width, mask);
     const float* ar = a + r * lda;
-    const float* panel = panels + j * panel_k;
+    const float* panel = panels + j * panel_rows;
     __m512 sum[MR][3];
     start_sums<MR>(*this, r, j, mask, sum);
     for (int64_t p = 0; p < panel_k; ++p) {
@@ -121,7 +125,7 @@ struct Avx2Kernel : Operands<float, float> {
       mask[q] = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     }
     const float* ar = a + r * lda;
-    const float* panel = panels + j * panel_k;
+    const float* panel = panels + j * panel_rows;
     __m256 sum[MR][3];
     for (int i = 0; i < MR; ++i) {
       for (int q = 0; q < 3; ++q) {
@@ -145,7 +149,7 @@ struct Avx2Kernel : Operands<float, float> {
   }
 };
 
-// ---- bf16 (AVX512-BF16): 8 rows x 48 columns, k in pairs --------------------------------------
+// ---- bf16, AVX512-BF16: 8 rows x 48 columns, k in pairs --------------------------------------
 struct Bf16Kernel : Operands<uint16_t, uint16_t> {
   static constexpr int kWidth = 48, kRows = kAvx512Rows;
 
@@ -154,7 +158,7 @@ struct Bf16Kernel : Operands<uint16_t, uint16_t> {
     __mmask16 mask[3];
     panel_masks(width, mask);
     const uint16_t* ar = a + r * lda;
-    const uint16_t* panel = panels + j * 2 * panel_k;
+    const uint16_t* panel = panels + j * 2 * panel_rows;
     __m512 sum[MR][3];
     start_sums<MR>(*this, r, j, mask, sum);
     for (int64_t p = 0; p < panel_k; ++p) {
@@ -175,7 +179,68 @@ struct Bf16Kernel : Operands<uint16_t, uint16_t> {
   }
 };
 
-// a's rows rounded to bf16 (to nearest even), each padded to an even length with zero.
+// ---- bf16, AMX: 16 rows x 48 columns, k 32 at a time ----------------------------------------------
+// Tiles 0-2: the sums of 16 rows x 16 columns each; 3: a's 16 rows x 32 k (16 pairs); 4-6: the
+// panel's 16 pairs x 16 columns each, which are the panel's own layout read with its 192-byte row
+// stride. Every call configures the tiles (oneDNN configures its own between) and releases them.
+struct TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64);
+
+// c = init + a b over rows [0, m): a bf16 [round_up(m, 16), 2 panel_pairs] (row stride lda, zeros
+// past k and past m), the sums added to init after the tiles.
+[[gnu::target("amx-tile,amx-bf16,avx512f")]] void amx_product(const Operands<uint16_t, uint16_t>& o, int64_t m,
+                                                              int64_t n) {
+  TileConfig config;
+  for (int t = 0; t < 7; ++t) config.rows[t] = 16, config.bytes_per_row[t] = 64;
+  _tile_loadconfig(&config);
+  alignas(64) float sums[16 * 48];
+  const int64_t a_bytes = 2 * o.lda;
+  for (int64_t j = 0; j < n; j += 48) {
+    __mmask16 mask[3];
+    panel_masks(std::min<int64_t>(48, n - j), mask);
+    const uint16_t* panel = o.panels + j * 2 * o.panel_rows;
+    for (int64_t r = 0; r < m; r += 16) {
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      for (int64_t p = 0; p < o.panel_rows; p += 16) {
+        _tile_loadd(3, o.a + r * o.lda + 2 * p, a_bytes);
+        _tile_loadd(4, panel + p * 96, 192);
+        _tile_loadd(5, panel + p * 96 + 32, 192);
+        _tile_loadd(6, panel + p * 96 + 64, 192);
+        _tile_dpbf16ps(0, 3, 4);
+        _tile_dpbf16ps(1, 3, 5);
+        _tile_dpbf16ps(2, 3, 6);
+      }
+      _tile_stored(0, sums, 192);
+      _tile_stored(1, sums + 16, 192);
+      _tile_stored(2, sums + 32, 192);
+      for (int64_t i = 0; i < std::min<int64_t>(16, m - r); ++i) {
+        for (int q = 0; q < 3; ++q) {
+          __m512 sum = _mm512_load_ps(sums + i * 48 + 16 * q);
+          if (o.init != nullptr) {
+            sum = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[q], o.init + (r + i) * o.init_ld + j + 16 * q), sum);
+          }
+          _mm512_mask_storeu_ps(o.c + (r + i) * o.ldc + j + 16 * q, mask[q], sum);
+        }
+      }
+    }
+  }
+  _tile_release();
+}
+
+// Whether this process may use AMX tiles: Linux grants them on request (arch_prctl), once per process.
+bool amx_tiles_granted() {
+  constexpr long kRequestPermission = 0x1023, kTileData = 18;  // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA
+  return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+}
+
+// a's rows rounded to bf16 (to nearest even), each padded with zeros to out_ld elements.
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void round_rows_bf16(const float* a, int64_t m, int64_t k,
                                                                             int64_t lda, uint16_t* out, int64_t out_ld) {
   for (int64_t r = 0; r < m; ++r) {
@@ -189,7 +254,7 @@ struct Bf16Kernel : Operands<uint16_t, uint16_t> {
       const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lanes, a + r * lda + i));
       _mm256_mask_storeu_epi16(out + r * out_ld + i, lanes, reinterpret_cast<__m256i>(h));
     }
-    if (k % 2 == 1) out[r * out_ld + k] = 0;
+    std::fill(out + r * out_ld + k, out + (r + 1) * out_ld, uint16_t{0});
   }
 }
 
@@ -262,12 +327,14 @@ int64_t panel_floats(PanelIsa isa, int64_t k, int64_t n) {
   return width == 0 ? 0 : (n + width - 1) / width * width * k;
 }
 
-void pack_panels(PanelIsa isa, const float* b, int64_t k, int64_t n, int64_t row_stride, int64_t column_stride,
-                 float* panels, int64_t first_panel, int64_t last_panel) {
-  const int64_t width = panel_width(isa);
+namespace {
+
+// Panels [first_panel, last_panel) of `width` columns, each holding panel_rows rows: b's k, then zeros.
+void pack_float_panels(int64_t width, const float* b, int64_t k, int64_t panel_rows, int64_t n, int64_t row_stride,
+                       int64_t column_stride, float* panels, int64_t first_panel, int64_t last_panel) {
   for (int64_t p = first_panel; p < last_panel; ++p) {
     const int64_t j = p * width, columns = std::min(width, n - j);
-    float* panel = panels + j * k;
+    float* panel = panels + j * panel_rows;
     int64_t done = 0;  // columns laid out
     if (column_stride == 1) {  // rows of b are contiguous: a copy per k
       for (int64_t i = 0; i < k; ++i) {
@@ -285,36 +352,65 @@ void pack_panels(PanelIsa isa, const float* b, int64_t k, int64_t n, int64_t row
       for (int64_t i = 0; i < k; ++i) panel[i * width + c] = b[i * row_stride + (j + c) * column_stride];
     }
     for (int64_t i = 0; i < k; ++i) std::fill(panel + i * width + columns, panel + (i + 1) * width, 0.0f);
+    std::fill(panel + k * width, panel + panel_rows * width, 0.0f);
   }
 }
 
-bool bf16_panels_here() {
+// k's pairs, padded to an AMX tile's 16 rows.
+int64_t bf16_panel_pairs(int64_t k) { return ((k + 1) / 2 + 15) / 16 * 16; }
+
+}  // namespace
+
+void pack_panels(PanelIsa isa, const float* b, int64_t k, int64_t n, int64_t row_stride, int64_t column_stride,
+                 float* panels, int64_t first_panel, int64_t last_panel) {
+  pack_float_panels(panel_width(isa), b, k, k, n, row_stride, column_stride, panels, first_panel, last_panel);
+}
+
+Bf16PanelKernel bf16_panel_kernel_here() {
 #ifdef LUONG_PANEL_KERNELS
-  static const bool here = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
-  return here;
+  static const Bf16PanelKernel kernel = [] {
+    if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16"))) {
+      return Bf16PanelKernel::kNone;
+    }
+    // (the AMX kernel rounds a and adds the sums with AVX-512)
+    return __builtin_cpu_supports("amx-bf16") && amx_tiles_granted() ? Bf16PanelKernel::kAmx
+                                                                       : Bf16PanelKernel::kAvx512Bf16;
+  }();
+  return kernel;
 #else
-  return false;
+  return Bf16PanelKernel::kNone;
 #endif
 }
 
-int64_t bf16_panel_elements(int64_t k, int64_t n) { return (n + 47) / 48 * 48 * 2 * ((k + 1) / 2); }
+bool bf16_panels_here() { return bf16_panel_kernel_here() != Bf16PanelKernel::kNone; }
+
+const char* bf16_panel_kernel_name(Bf16PanelKernel kernel) {
+  switch (kernel) {
+    case Bf16PanelKernel::kAmx: return "AMX";
+    case Bf16PanelKernel::kAvx512Bf16: return "AVX512-BF16";
+    case Bf16PanelKernel::kNone: break;
+  }
+  return "none";
+}
+
+int64_t bf16_panel_elements(int64_t k, int64_t n) { return (n + 47) / 48 * 48 * 2 * bf16_panel_pairs(k); }
 
 void pack_bf16_panels(const uint16_t* b, int64_t k, int64_t n, int64_t row_stride, int64_t column_stride,
                       uint16_t* panels, int64_t first_panel, int64_t last_panel) {
-  const int64_t pairs = (k + 1) / 2;
+  const int64_t pairs = (k + 1) / 2, panel_pairs = bf16_panel_pairs(k);
 #ifdef LUONG_PANEL_KERNELS
   if (row_stride == 1 && k % 2 == 0 && column_stride % 2 == 0 && reinterpret_cast<std::uintptr_t>(b) % 4 == 0) {
     // A weight read as its transpose: each column's pair is one 32-bit word, so the panels are the
     // float32 ones of b's pairs seen as words.
-    pack_panels(PanelIsa::kAvx512, reinterpret_cast<const float*>(b), pairs, n, 1, column_stride / 2,
-                reinterpret_cast<float*>(panels), first_panel, last_panel);
+    pack_float_panels(48, reinterpret_cast<const float*>(b), pairs, panel_pairs, n, 1, column_stride / 2,
+                      reinterpret_cast<float*>(panels), first_panel, last_panel);
     return;
   }
 #endif
   for (int64_t p = first_panel; p < last_panel; ++p) {
     const int64_t j = p * 48, columns = std::min<int64_t>(48, n - j);
-    uint16_t* panel = panels + j * 2 * pairs;
+    uint16_t* panel = panels + j * 2 * panel_pairs;
     for (int64_t i = 0; i < pairs; ++i) {
       uint16_t* out = panel + i * 96;
       const bool second = 2 * i + 1 < k;
@@ -331,28 +427,40 @@ void pack_bf16_panels(const uint16_t* b, int64_t k, int64_t n, int64_t row_strid
       }
       std::fill(out + 2 * columns, out + 96, uint16_t{0});
     }
+    std::fill(panel + pairs * 96, panel + panel_pairs * 96, uint16_t{0});
   }
 }
 
-void bf16_panel_product(const float* a, int64_t m, int64_t k, int64_t lda, const uint16_t* panels, int64_t n,
-                        float* c, int64_t ldc, const float* init, int64_t init_ld) {
+void bf16_panel_product(Bf16PanelKernel kernel, const float* a, int64_t m, int64_t k, int64_t lda,
+                        const uint16_t* panels, int64_t n, float* c, int64_t ldc, const float* init, int64_t init_ld) {
 #ifdef LUONG_PANEL_KERNELS
-  if (bf16_panels_here()) {
-    const int64_t pairs = (k + 1) / 2;
-    thread_local std::vector<uint16_t> rounded;  // a in bf16: a step's rows, reused across steps
-    rounded.resize(static_cast<std::size_t>(m * 2 * pairs));
-    round_rows_bf16(a, m, k, lda, rounded.data(), 2 * pairs);
-    return walk_panels(Bf16Kernel{{rounded.data(), 2 * pairs, panels, pairs, c, ldc, init, init_ld}}, m, n);
+  const Bf16PanelKernel here = bf16_panel_kernel_here();
+  if (kernel != Bf16PanelKernel::kNone && (kernel == here || kernel == Bf16PanelKernel::kAvx512Bf16) &&
+      here != Bf16PanelKernel::kNone) {
+    const int64_t pairs = (k + 1) / 2, panel_pairs = bf16_panel_pairs(k);
+    // a in bf16, its rows padded to the panels' pairs (and, for AMX, to a multiple of 16 rows with
+    // zeros): a step's rows, the buffer reused across steps
+    const int64_t rows = kernel == Bf16PanelKernel::kAmx ? (m + 15) / 16 * 16 : m;
+    thread_local std::vector<uint16_t> rounded;
+    rounded.resize(static_cast<std::size_t>(rows * 2 * panel_pairs));
+    round_rows_bf16(a, m, k, lda, rounded.data(), 2 * panel_pairs);
+    std::fill(rounded.begin() + m * 2 * panel_pairs, rounded.end(), uint16_t{0});
+    const Operands<uint16_t, uint16_t> operands{rounded.data(), 2 * panel_pairs, panels, pairs, panel_pairs,
+                                                c,              ldc,             init,   init_ld};
+    if (kernel == Bf16PanelKernel::kAmx) return amx_product(operands, m, n);
+    return walk_panels(Bf16Kernel{operands}, m, n);
   }
 #endif
-  (void)a, (void)m, (void)k, (void)lda, (void)panels, (void)n, (void)c, (void)ldc, (void)init, (void)init_ld;
-  throw std::invalid_argument("bf16_panel_product: this processor has no AVX512-BF16");
+  (void)kernel, (void)a, (void)m, (void)k, (void)lda, (void)panels, (void)n, (void)c, (void)ldc, (void)init,
+      (void)init_ld;
+  throw std::invalid_argument(std::string("bf16_panel_product: this processor has no ") +
+                              bf16_panel_kernel_name(kernel) + " kernel");
 }
 
 void panel_product(PanelIsa isa, const float* a, int64_t m, int64_t k, int64_t lda, const float* panels, int64_t n,
                    float* c, int64_t ldc, const float* init, int64_t init_ld) {
 #ifdef LUONG_PANEL_KERNELS
-  const Operands<float, float> operands{a, lda, panels, k, c, ldc, init, init_ld};
+  const Operands<float, float> operands{a, lda, panels, k, k, c, ldc, init, init_ld};
   if (isa == PanelIsa::kAvx512) return walk_panels(Avx512Kernel{operands}, m, n);
   if (isa == PanelIsa::kAvx2) return walk_panels(Avx2Kernel{operands}, m, n);
 #endif

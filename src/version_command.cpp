@@ -37,6 +37,20 @@ std::string processor_features() {
   return out;
 }
 
+// Which kernels run the per-step products, float32 and bf16.
+std::string panel_kernels() {
+  const models::PanelIsa isa = models::panel_isa_here();
+  if (isa == models::PanelIsa::kNone) return "as above (no panel kernel for this processor)";
+  if (!models::panel_products_enabled()) return "as above (LUONG_PANEL_PRODUCTS=off)";
+  std::string kernels = isa == models::PanelIsa::kAvx512 ? "panels, AVX-512" : "panels, AVX2";
+  const models::Bf16PanelKernel bf16 = models::bf16_panel_kernel();
+  if (bf16 != models::Bf16PanelKernel::kNone) {
+    kernels += std::string("; in bf16, bf16 panels (") + models::bf16_panel_kernel_name(bf16) +
+               (bf16 != models::bf16_panel_kernel_here() ? ", LUONG_PANEL_PRODUCTS=no-amx)" : ")");
+  }
+  return kernels;
+}
+
 }  // namespace
 
 int version_command(int, char**) {
@@ -63,14 +77,7 @@ int version_command(int, char**) {
       break;
   }
   std::printf("fused kernels' float32 products: %s\n", float32);
-  const models::PanelIsa panels = models::panel_isa_here();
-  std::printf("their per-step float32 products: %s%s\n",
-              panels == models::PanelIsa::kNone ? "as above (no panel kernel for this processor)"
-              : !models::panel_products_enabled() ? "as above (LUONG_PANEL_PRODUCTS=off)"
-              : panels == models::PanelIsa::kAvx512 ? "panels, AVX-512"
-                                                    : "panels, AVX2",
-              models::panel_products_enabled() && models::bf16_panels_here() ? "; in bf16, bf16 panels (AVX512-BF16)"
-                                                                             : "");
+  std::printf("their per-step float32 products: %s\n", panel_kernels().c_str());
   return 0;
 }
 

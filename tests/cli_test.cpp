@@ -105,8 +105,16 @@ TEST(CliTest, VersionSaysWhichProductKernelsRun) {
   const CommandResult on = run("version", "", "LUONG_PANEL_PRODUCTS=on");
   EXPECT_EQ(on.status, 0) << on.out;
   EXPECT_NE(on.out.find("fused kernels' float32 products: "), std::string::npos) << on.out;
-  const std::string bf16 = models::bf16_panels_here() ? "; in bf16, bf16 panels (AVX512-BF16)" : "";
+  const models::Bf16PanelKernel bf16_kernel = models::bf16_panel_kernel_here();
+  const std::string bf16 = bf16_kernel == models::Bf16PanelKernel::kNone
+                               ? ""
+                               : std::string("; in bf16, bf16 panels (") + models::bf16_panel_kernel_name(bf16_kernel) + ")";
   EXPECT_NE(on.out.find("their per-step float32 products: " + panels + bf16 + "\n"), std::string::npos) << on.out;
+  if (bf16_kernel == models::Bf16PanelKernel::kAmx) {
+    const CommandResult no_amx = run("version", "", "LUONG_PANEL_PRODUCTS=no-amx");
+    EXPECT_NE(no_amx.out.find("; in bf16, bf16 panels (AVX512-BF16, LUONG_PANEL_PRODUCTS=no-amx)\n"), std::string::npos)
+        << no_amx.out;
+  }
   if (isa != models::PanelIsa::kNone) {
     const CommandResult off = run("version", "", "LUONG_PANEL_PRODUCTS=off");
     EXPECT_NE(off.out.find("their per-step float32 products: as above (LUONG_PANEL_PRODUCTS=off)\n"),
@@ -118,7 +126,7 @@ TEST(CliTest, VersionSaysWhichProductKernelsRun) {
   EXPECT_EQ(bad.status, 2) << bad.out;
   EXPECT_FALSE(fs::exists(dir)) << "a run started under a bad LUONG_PANEL_PRODUCTS";
   EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
-  EXPECT_NE(bad.out.find("LUONG_PANEL_PRODUCTS must be on or off, not 'sometimes'"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("LUONG_PANEL_PRODUCTS must be on, off or no-amx, not 'sometimes'"), std::string::npos) << bad.out;
 }
 
 TEST(CliTest, TrainEvaluateTranslateTrace) {

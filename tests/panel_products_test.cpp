@@ -88,13 +88,16 @@ TEST(PanelProductsTest, EqualADoubleProductForEveryShapeAndStart) {
   EXPECT_EQ(checked, static_cast<int64_t>(isas.size()) * 4 * 10 * 2 * 10 * 4);
 }
 
-// The bf16 kernel against a double product of the operands rounded to bf16 (as LibTorch rounds
-// them): odd and even k, cut panels, the four starts, strided operands, both layouts.
-TEST(PanelProductsTest, Bf16KernelEqualsADoubleProductOfTheRoundedOperands) {
+// Every bf16 kernel here (AVX512-BF16, and AMX where the processor has it) against a double product
+// of the operands rounded to bf16 (as LibTorch rounds them): odd and even k, k past one AMX tile's 32,
+// cut panels, row counts past one AMX tile's 16, the four starts, strided operands, both layouts.
+TEST(PanelProductsTest, Bf16KernelsEqualADoubleProductOfTheRoundedOperands) {
   if (!bf16_panels_here()) GTEST_SKIP() << "this processor has no AVX512-BF16";
+  std::vector<Bf16PanelKernel> kernels = {Bf16PanelKernel::kAvx512Bf16};
+  if (bf16_panel_kernel_here() == Bf16PanelKernel::kAmx) kernels.push_back(Bf16PanelKernel::kAmx);
   torch::manual_seed(6);
   int64_t checked = 0;
-  for (const int64_t k : {1, 2, 7, 64, 131}) {
+  for (const int64_t k : {1, 2, 7, 33, 64, 131}) {
     for (const int64_t n : {1, 5, 16, 47, 48, 49, 100}) {
       const torch::Tensor weight = torch::randn({n, k}).to(torch::kBFloat16);
       for (const bool transposed : {true, false}) {
@@ -102,24 +105,26 @@ TEST(PanelProductsTest, Bf16KernelEqualsADoubleProductOfTheRoundedOperands) {
         std::vector<uint16_t> panels(static_cast<std::size_t>(bf16_panel_elements(k, n)), 0xFFFF);
         pack_bf16_panels(reinterpret_cast<const uint16_t*>(b.data_ptr<at::BFloat16>()), k, n, b.stride(0), b.stride(1),
                          panels.data(), 0, (n + 47) / 48);
-        for (const int64_t m : {1, 3, 8, 9, 19}) {
-          for (const Init init : {Init::kNone, Init::kRow, Init::kMatrix, Init::kAccumulate}) {
-            const double error = product_error(
-                m, k, n, init, b, torch::kBFloat16,
-                [&](const float* a, int64_t lda, float* c, int64_t ldc, const float* start, int64_t start_ld) {
-                  bf16_panel_product(a, m, k, lda, panels.data(), n, c, ldc, start, start_ld);
-                });
-            // bf16 x bf16 products are exact in float32: only the float32 sums round
-            ASSERT_LT(error, 1e-5 * static_cast<double>(k + 1))
-                << "m " << m << " k " << k << " n " << n << " init " << static_cast<int>(init)
-                << (transposed ? " transposed" : " dense");
-            ++checked;
+        for (const Bf16PanelKernel kernel : kernels) {
+          for (const int64_t m : {1, 3, 8, 9, 16, 19, 33}) {
+            for (const Init init : {Init::kNone, Init::kRow, Init::kMatrix, Init::kAccumulate}) {
+              const double error = product_error(
+                  m, k, n, init, b, torch::kBFloat16,
+                  [&](const float* a, int64_t lda, float* c, int64_t ldc, const float* start, int64_t start_ld) {
+                    bf16_panel_product(kernel, a, m, k, lda, panels.data(), n, c, ldc, start, start_ld);
+                  });
+              // bf16 x bf16 products are exact in float32: only the float32 sums round
+              ASSERT_LT(error, 1e-5 * static_cast<double>(k + 1))
+                  << bf16_panel_kernel_name(kernel) << " m " << m << " k " << k << " n " << n << " init "
+                  << static_cast<int>(init) << (transposed ? " transposed" : " dense");
+              ++checked;
+            }
           }
         }
       }
     }
   }
-  EXPECT_EQ(checked, 5 * 7 * 2 * 5 * 4);
+  EXPECT_EQ(checked, static_cast<int64_t>(kernels.size()) * 6 * 7 * 2 * 7 * 4);
 }
 
 // The per-step operations (MatrixProducts' overloads for a PanelOperand) in panels equal the
@@ -183,6 +188,32 @@ TEST(PanelProductsTest, Bf16StepOperationsBeatTheLibrarysRounding) {
   // bf16's rounding of the result: half an ulp, 2^-8 of the value at most
   EXPECT_LE(library_error, exact.abs().max().item<double>() / 256);
   EXPECT_LT(panel_error * 10, library_error);
+}
+
+// Where the processor has AMX, the per-step operations under bf16 run on its tiles (the operand says
+// which kernel took it) and equal AVX512-BF16's to float32 rounding: both sum the same exact products.
+TEST(PanelProductsTest, Bf16StepOperationsOnAmxEqualAvx512Bf16s) {
+  if (bf16_panel_kernel_here() != Bf16PanelKernel::kAmx) GTEST_SKIP() << "this processor has no AMX-BF16";
+  torch::manual_seed(9);
+  const torch::Tensor a = torch::randn({37, 512}), weight = torch::randn({1536, 512}).to(torch::kBFloat16);
+  const torch::Tensor bias = torch::randn({1536}), start = torch::randn({37, 1536});
+  const MatrixProducts products{true};
+  const auto all = [&](bool amx) {
+    set_amx_panels_enabled(amx);
+    const PanelOperand b = products.panel_operand(weight.t());
+    EXPECT_EQ(b.bf16_kernel(), amx ? Bf16PanelKernel::kAmx : Bf16PanelKernel::kAvx512Bf16);
+    return test::in_place_operations(products, a, b, bias, start);
+  };
+  const int64_t run_before = panel_products_run();
+  const std::vector<torch::Tensor> avx512 = all(false);
+  const std::vector<torch::Tensor> amx = all(true);
+  EXPECT_EQ(panel_products_run() - run_before, 8);
+  for (std::size_t i = 0; i < avx512.size(); ++i) {
+    const double difference = (amx[i] - avx512[i]).abs().max().item<double>();
+    // sums of 512 exact products of magnitude about 1, in float32: a few 2^-24 relative of about 25
+    EXPECT_LT(difference, 1e-4) << "operation " << i;
+    EXPECT_GT(amx[i].abs().max().item<double>(), 10.0) << "operation " << i;
+  }
 }
 
 }  // namespace

@@ -40,11 +40,16 @@ void onednn_mm(const torch::Tensor& out, const torch::Tensor& a, const torch::Te
 }  // namespace detail
 
 /// Whether the fused kernels' per-step products (and the loss's logits) run in panels
-/// (panel_products.h) where this processor has a panel kernel: LUONG_PANEL_PRODUCTS (on or off), else
-/// on. Off, they go to the library Float32Products chooses, or LibTorch's bf16 product (the tests
-/// hold the two against each other).
+/// (panel_products.h) where this processor has a panel kernel: LUONG_PANEL_PRODUCTS (on, off, or
+/// no-amx: on, the bf16 panels by AVX512-BF16 even where AMX is here), else on. Off, they go to the
+/// library Float32Products chooses, or LibTorch's bf16 product (the tests hold the two against each
+/// other).
 bool panel_products_enabled();
 void set_panel_products_enabled(bool enabled);
+/// The kernel of the bf16 panels: bf16_panel_kernel_here(), but AVX512-BF16 for AMX where AMX
+/// panels are turned off (LUONG_PANEL_PRODUCTS=no-amx, or set_amx_panels_enabled(false)).
+Bf16PanelKernel bf16_panel_kernel();
+void set_amx_panels_enabled(bool enabled);
 /// The products run in panels in this process (for tests and benchmarks to see that they ran).
 int64_t panel_products_run();
 /// Reads LUONG_FLOAT32_PRODUCTS and LUONG_PANEL_PRODUCTS now (a bad value throws Error), as every
@@ -54,7 +59,7 @@ void read_product_environment();
 /// The right operand b [K, N] of a fused kernel's products against one weight (each step's, or the
 /// loss's output projection with its bias as the sums' start): laid out in panels once per kernel
 /// call where a panel kernel takes it (on the CPU, panels enabled: float32
-/// on a processor with AVX2 or AVX-512; under bf16 on one with AVX512-BF16, b rounded to bf16 and the
+/// on a processor with AVX2 or AVX-512; under bf16 on one with AMX or AVX512-BF16, b rounded to bf16 and the
 /// products' sums left in float32 where the library's bf16 product rounds them to bf16), else b
 /// itself, for MatrixProducts' libraries.
 class PanelOperand {
@@ -64,14 +69,16 @@ class PanelOperand {
 
   const torch::Tensor& matrix() const { return matrix_; }
   bool in_panels() const { return panels_.defined(); }
+  /// The kernel of bf16 panels (kNone for float32 panels or none).
+  Bf16PanelKernel bf16_kernel() const { return bf16_kernel_; }
   /// out = init + a b in panels, init undefined, a row to broadcast or a matrix of out's shape; false
   /// (nothing done) where an operand's layout does not suit the kernel (rows of unit column stride).
   bool multiply(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& init) const;
 
  private:
   torch::Tensor matrix_, panels_;
-  PanelIsa isa_ = PanelIsa::kNone;  // float32 panels' kernel
-  bool bf16_ = false;                // bf16 panels
+  PanelIsa isa_ = PanelIsa::kNone;                          // float32 panels' kernel
+  Bf16PanelKernel bf16_kernel_ = Bf16PanelKernel::kNone;  // bf16 panels' kernel
 };
 
 struct MatrixProducts {

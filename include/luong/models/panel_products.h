@@ -34,21 +34,30 @@ void pack_panels(PanelIsa isa, const float* b, int64_t k, int64_t n, int64_t row
 void panel_product(PanelIsa isa, const float* a, int64_t m, int64_t k, int64_t lda, const float* panels, int64_t n,
                    float* c, int64_t ldc, const float* init, int64_t init_ld);
 
-// ---- bf16 panels (AVX512-BF16) -------------------------------------------------------------------
+// ---- bf16 panels (AMX or AVX512-BF16) --------------------------------------------------------------
 // The per-step products under bf16 precision: operands rounded to bf16, each product of a pair of k
-// summed into float32 accumulators (vdpbf16ps), the result left in float32. Panels of 48 columns, k
-// in pairs: for pair p, the 48 columns' (b[2p, c], b[2p + 1, c]) side by side (an odd k's last pair
-// padded with zero). bf16 values travel as their bits (uint16_t).
+// summed into float32 accumulators, the result left in float32. Two kernels take the same panels:
+// AMX tiles (tdpbf16ps: 16 rows x 48 columns a tile set, k 32 at a time) where the processor has
+// AMX-BF16 and the kernel grants this process its tiles, else AVX512-BF16 (vdpbf16ps: 8 rows x 48
+// columns). Panels of 48 columns, k in pairs: for pair p, the 48 columns' (b[2p, c], b[2p + 1, c])
+// side by side (an odd k's last pair padded with zero), the pairs padded with zeros to a multiple of
+// 16 (an AMX tile's rows). bf16 values travel as their bits (uint16_t).
 
-/// Whether this processor has the bf16 panel kernel (AVX512-BF16).
+enum class Bf16PanelKernel { kNone, kAvx512Bf16, kAmx };
+
+/// The fastest bf16 panel kernel this processor (and kernel) runs.
+Bf16PanelKernel bf16_panel_kernel_here();
+/// Whether this processor has a bf16 panel kernel.
 bool bf16_panels_here();
+const char* bf16_panel_kernel_name(Bf16PanelKernel kernel);
 /// uint16_t elements the bf16 panels of a [k, n] operand take.
 int64_t bf16_panel_elements(int64_t k, int64_t n);
 /// Panels [first_panel, last_panel) of the bf16 operand b (strides as pack_panels').
 void pack_bf16_panels(const uint16_t* b, int64_t k, int64_t n, int64_t row_stride, int64_t column_stride,
                       uint16_t* panels, int64_t first_panel, int64_t last_panel);
-/// c = init + bf16(a) b, as panel_product (a float32, rounded to bf16 to nearest even on the way).
-void bf16_panel_product(const float* a, int64_t m, int64_t k, int64_t lda, const uint16_t* panels, int64_t n,
-                        float* c, int64_t ldc, const float* init, int64_t init_ld);
+/// c = init + bf16(a) b, as panel_product (a float32, rounded to bf16 to nearest even on the way), by
+/// `kernel` (one this processor runs: at most bf16_panel_kernel_here()).
+void bf16_panel_product(Bf16PanelKernel kernel, const float* a, int64_t m, int64_t k, int64_t lda,
+                        const uint16_t* panels, int64_t n, float* c, int64_t ldc, const float* init, int64_t init_ld);
 
 }  // namespace luong::models
