@@ -11,6 +11,7 @@
 #include "luong/models/matrix_products.h"
 #include "luong/models/panel_products.h"
 #include "luong/models/state_dict.h"
+#include "luong/util/atomic_file.h"
 #include "luong/util/json.h"
 #include "run_files.h"
 #include "subprocess.h"
@@ -52,7 +53,7 @@ using test::same_weights;
 
 std::string temp_run(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / "luong_cli_test" / name;
-  fs::remove_all(dir);
+  luong::remove_tree(dir);
   return dir.string();
 }
 

@@ -17,6 +17,7 @@
 #include "luong/models/seq2seq.h"
 #include "luong/models/state_dict.h"
 #include "luong/training/data_parallel.h"
+#include "luong/util/atomic_file.h"
 #include "run_files.h"
 #include "subprocess.h"
 
@@ -86,7 +87,24 @@ double relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
   return (x - y).norm().item<double>() / std::max(y.norm().item<double>(), 1e-300);
 }
 
-class CudaVariantTest : public ::testing::TestWithParam<Variant> {};
+// The float32 halves compare the GPU with the CPU in IEEE float32: by LibTorch's default, cuDNN's
+// recurrent kernels round their products' inputs to TF32 (a 10-bit mantissa), off from the CPU by
+// about 1e-3.
+class CudaVariantTest : public ::testing::TestWithParam<Variant> {
+ protected:
+  void SetUp() override {
+    for (auto op : {at::Float32Op::RNN, at::Float32Op::MATMUL, at::Float32Op::CONV}) {
+      saved_.emplace_back(op, at::globalContext().float32Precision(at::Float32Backend::CUDA, op));
+      at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, op, at::Float32Precision::IEEE);
+    }
+  }
+  void TearDown() override {
+    for (const auto& [op, precision] : saved_) at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, op, precision);
+  }
+
+ private:
+  std::vector<std::pair<at::Float32Op, at::Float32Precision>> saved_;
+};
 
 TEST_P(CudaVariantTest, ForwardMatchesTheCpu) {
   LUONG_REQUIRE_CUDA();
@@ -129,7 +147,7 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, CudaVariantTest, ::testing::ValuesIn(all_v
 
 std::string scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / "luong_cuda_test" / std::to_string(::getpid()) / name;
-  fs::remove_all(dir);
+  luong::remove_tree(dir);
   fs::create_directories(dir.parent_path());
   return dir.string();
 }

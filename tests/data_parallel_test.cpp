@@ -10,6 +10,7 @@
 
 #include "luong/data_pipeline/batching.h"
 #include "luong/models/state_dict.h"
+#include "luong/util/atomic_file.h"
 #include "subprocess.h"
 
 namespace luong {
@@ -20,7 +21,7 @@ using std::chrono::seconds;
 
 std::string scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / "luong_data_parallel_test" / name;
-  fs::remove_all(dir);
+  luong::remove_tree(dir);
   fs::create_directories(dir.parent_path());
   return dir.string();
 }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "luong/util/atomic_file.h"
 #include "luong/util/json.h"
 #include "luong/util/threads.h"
 #include "run_files.h"
@@ -24,7 +25,7 @@ using test::snapshot;
 
 std::string scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / "luong_hostile_test" / std::to_string(::getpid()) / name;
-  fs::remove_all(dir);
+  luong::remove_tree(dir);
   fs::create_directories(dir.parent_path());
   return dir.string();
 }
@@ -78,7 +79,7 @@ class HostileInputTest : public ::testing::Test {
     if (!setup_failure_->empty()) FAIL() << *setup_failure_;
   }
   static void TearDownTestSuite() {
-    fs::remove_all(fs::path(*base_).parent_path());
+    luong::remove_tree(fs::path(*base_).parent_path());
     delete base_;
     delete other_seed_;
     delete other_size_;

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "luong/models/state_dict.h"
+#include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
 #include "luong/util/json.h"
 #include "run_files.h"
@@ -23,7 +24,7 @@ namespace fs = std::filesystem;
 // Per process: ctest runs each test in its own process, in parallel, and each sets up the suite.
 std::string scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / "luong_reliability_test" / std::to_string(::getpid()) / name;
-  fs::remove_all(dir);
+  luong::remove_tree(dir);
   fs::create_directories(dir.parent_path());
   return dir.string();
 }
@@ -65,7 +66,7 @@ class ReliabilityTest : public ::testing::Test {
     if (!setup_failure_->empty()) FAIL() << "training the shared run failed: " << *setup_failure_;
   }
   static void TearDownTestSuite() {
-    fs::remove_all(fs::path(*trained_).parent_path());
+    luong::remove_tree(fs::path(*trained_).parent_path());
     delete trained_;
     delete setup_failure_;
   }
@@ -94,6 +95,35 @@ void expect_clean_refusal(const std::string& args, const std::string& dir, const
   EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << args << "\n" << output;
   EXPECT_NE(output.find(expected), std::string::npos) << args << "\n" << output;
   EXPECT_TRUE(snapshot(dir) == before) << "the run directory changed: " << args;
+}
+
+// The checkpoints' and scratch directories' removal (remove_tree, not std::filesystem::remove_all:
+// util/atomic_file.h says why).
+TEST(RemoveTreeTest, RemovesANestedTreeButNotWhatItsLinksPointTo) {
+  const fs::path root = scratch("remove_tree"), outside = scratch("remove_tree_outside");
+  fs::create_directories(root / "a" / "b" / "c");
+  fs::create_directories(outside);
+  write((root / "a" / "one").string(), "1");
+  write((root / "a" / "b" / "c" / "two").string(), "22");
+  write((outside / "kept").string(), "333");
+  fs::create_directory_symlink(outside, root / "a" / "b" / "link");
+  EXPECT_FALSE(remove_tree(root.string()));
+  EXPECT_FALSE(fs::exists(root));
+  EXPECT_EQ(read_file((outside / "kept").string()), "333");
+  EXPECT_FALSE(remove_tree(root.string())) << "a missing path is no error";
+  write((outside / "file").string(), "4");
+  EXPECT_FALSE(remove_tree((outside / "file").string()));
+  EXPECT_FALSE(fs::exists(outside / "file"));
+  EXPECT_TRUE(fs::exists(outside / "kept"));
+}
+
+TEST(RemoveTreeTest, ReportsWhatItCannotReach) {
+  const fs::path root = scratch("remove_tree_file");
+  fs::create_directories(root);
+  write((root / "file").string(), "1");
+  const std::error_code error = remove_tree((root / "file" / "below").string());
+  EXPECT_EQ(error, std::errc::not_a_directory) << error.message();
+  EXPECT_TRUE(fs::exists(root / "file"));
 }
 
 TEST_F(ReliabilityTest, CorruptTruncatedOrMismatchedCheckpointsAreRefused) {
@@ -202,7 +232,7 @@ TEST_F(ReliabilityTest, SigkillAtEverySavePointLeavesALoadableCheckpoint) {
       EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos)
           << "kill point " << point << " left " << entry.path();
     }
-    fs::remove_all(dir);
+    luong::remove_tree(dir);
   }
   std::printf("killed at %d save points, every one recovered\n", kills);
   EXPECT_GE(kills, 10);

@@ -5,6 +5,7 @@
 #include "luong/data_pipeline/corpus.h"
 #include "luong/data_pipeline/sentencepiece_tokenizer.h"
 #include "luong/data_pipeline/word_tokenizer.h"
+#include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
 #include "test_paths.h"
 
@@ -61,7 +62,7 @@ TEST(SentencePieceTokenizerTest, TrainsOnTheSharedCorpusAndRoundTrips) {
     EXPECT_FALSE(pieces.empty());
     EXPECT_EQ(tokenizer.decode(pieces), sentence);
   }
-  std::filesystem::remove_all(dir);
+  luong::remove_tree(dir);
 }
 
 TEST(SentencePieceTokenizerTest, ErrorsAreClear) {

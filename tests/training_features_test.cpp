@@ -10,6 +10,7 @@
 #include "luong/run/run_directory.h"
 #include "luong/training/schedule.h"
 #include "luong/training/train_step.h"
+#include "luong/util/atomic_file.h"
 #include "luong/util/json.h"
 #include "run_files.h"
 #include "subprocess.h"
@@ -116,7 +117,7 @@ TEST(ParamInitTest, EveryWeightUniformInTheRangeAndPaddingRowsZero) {
 
 std::string scratch(const std::string& name) {
   const fs::path dir = fs::temp_directory_path() / "luong_training_features_test" / std::to_string(::getpid()) / name;
-  fs::remove_all(dir);
+  luong::remove_tree(dir);
   fs::create_directories(dir.parent_path());
   return dir.string();
 }

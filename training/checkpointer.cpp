@@ -72,7 +72,9 @@ void exchange_into_place(const std::string& staging, const std::string& checkpoi
     throw Error(printable(checkpoint) + ": cannot replace checkpoint (" + std::strerror(errno) + ")");
   }
   crash_test::save_point();
-  fs::remove_all(staging);
+  if (const std::error_code ec = remove_tree(staging)) {
+    throw Error(printable(staging) + ": cannot remove the replaced checkpoint (" + ec.message() + ")");
+  }
   crash_test::save_point();
 }
 
@@ -159,8 +161,7 @@ void Checkpointer::save(models::Seq2SeqImpl& model, torch::optim::Optimizer& opt
     write_bytes((fs::path(staging) / "manifest.json").string(), text_bytes(dump_json(manifest_of(contents), 1) + "\n"));
     exchange_into_place(staging, paths_.checkpoint);
   } catch (...) {
-    std::error_code ec;
-    fs::remove_all(staging, ec);
+    remove_tree(staging);
     throw;
   }
 }

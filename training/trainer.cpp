@@ -52,10 +52,7 @@ class ScratchDirectory {
     if (::mkdtemp(pattern.data()) == nullptr) throw Error("cannot create a scratch directory in " + pattern);
     path_ = pattern;
   }
-  ~ScratchDirectory() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
+  ~ScratchDirectory() { remove_tree(path_); }
   const std::string& path() const { return path_; }
 
  private:

@@ -1,6 +1,7 @@
 #include "luong/util/atomic_file.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -42,6 +43,26 @@ void save_point() {
 }
 }  // namespace crash_test
 
+namespace {
+thread_local int tree_error = 0;  // nftw's callback takes no context
+
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) {
+  if (::remove(path) != 0 && errno != ENOENT) {
+    tree_error = errno;
+    return 1;
+  }
+  return 0;
+}
+}  // namespace
+
+std::error_code remove_tree(const std::string& path) {
+  tree_error = 0;
+  if (::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
+    if (tree_error == 0 && errno != ENOENT) tree_error = errno;
+  }
+  return {tree_error, std::generic_category()};
+}
+
 int remove_stale_temporaries(const std::string& directory) {
   namespace fs = std::filesystem;
   int removed = 0;
@@ -55,9 +76,7 @@ int remove_stale_temporaries(const std::string& directory) {
     const long pid = std::strtol(name.c_str() + tmp + 5, &end, 10);
     if (pid <= 0 || *end != '.' || std::strspn(end + 1, "0123456789") != std::strlen(end + 1)) continue;
     if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // its writer may still be alive
-    std::error_code remove_error;
-    fs::remove_all(entry.path(), remove_error);
-    if (!remove_error) ++removed;
+    if (!remove_tree(entry.path().string())) ++removed;
   }
   return removed;
 }

@@ -3,6 +3,7 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <system_error>
 
 namespace luong {
 
@@ -17,6 +18,13 @@ void commit_file(const std::string& temporary_path, const std::string& path);
 
 /// A unique temporary name beside `path`: `<path>.tmp.<pid>.<n>`.
 std::string temporary_path_for(const std::string& path);
+
+/// Removes `path` and, for a directory, everything under it, without following links; a missing
+/// `path` is no error. Instead of std::filesystem::remove_all: the PyPI LibTorch exports a copy of
+/// libstdc++'s filesystem code whose remove_all calls recursive_directory_iterator::__erase through
+/// an unresolved weak reference, and a luong built with GCC 13 binds to that copy (a null call on
+/// Ubuntu 24.04).
+std::error_code remove_tree(const std::string& path);
 
 /// Removes the temporary files and directories in `directory` that processes no longer running
 /// left behind (a run killed while saving). Returns how many it removed.
