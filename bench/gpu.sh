@@ -37,7 +37,7 @@ train_pair() {  # NAME EPOCHS ARGS...
   [[ -n $py && -n $cpp ]] && ratio=$(awk -v a="$cpp" -v b="$py" 'BEGIN {printf "%.2fx", a / b}')
   table+=("$(printf '%-34s luong %10s tok/s   python %10s tok/s   %s' "$name" "${cpp:-?}" "${py:-?}" "$ratio")")
   echo "${table[-1]}"
-  tail -2 "$work/$name.luong.log" "$work/$name.py.log"
+  tail -n 2 "$work/$name.luong.log" "$work/$name.py.log"
 }
 
 train_pair "notebook-batch32" 2 --hidden 64 --embed 28 --batch 32 --train-size 3000
@@ -56,6 +56,19 @@ for beam in 1 5; do
   table+=("$(printf '%-34s luong %10s sentences/s' "decode beam $beam" "${rate:-?}")")
   echo "${table[-1]}"
 done
+# Where a step's host time goes (LibTorch's profiler, CPU activity: on CUDA an op's time is its launch,
+# or its wait where it synchronises): 20 steps of the notebook model at batch 512 and of hidden 512 in bf16.
+profile_run() {  # NAME ARGS...
+  local name=$1
+  shift
+  "$luong" train --data "$corpus" --device "$device" --epochs 1 --no-shuffle --dev-size 0 --loss-average step \
+    --threads 16 --profile-steps 20 "$@" --out "$work/profile-$name" >"$work/profile-$name.log" 2>&1
+  echo "== profile $name"
+  grep -v -E '^(epoch|step|  [0-9]+/)' "$work/profile-$name.log" | head -40
+}
+profile_run notebook-batch512 --hidden 64 --embed 28 --batch 512 --train-size 10000
+profile_run hidden512-batch256-bf16 --hidden 512 --embed 512 --batch 256 --train-size 10000 --precision bf16
+
 echo
 echo "== bench/gpu.sh on $device: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo cpu)"
 printf '%s\n' "${table[@]}"
