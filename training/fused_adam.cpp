@@ -5,6 +5,7 @@
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 namespace luong::training {
@@ -65,19 +66,27 @@ void adam_range_dispatch(double* p, const double* g, double* m, double* v, doubl
   adam_range_double(p, g, m, v, mx, b, e, c);
 }
 
-// The sum of x[i]^2 in double, in 8 lanes (the vector type keeps GCC from summing in order).
+// The sum of x[i]^2 in double: 32 values a turn into four sums of 8 lanes, each a vector load (and,
+// for float, one conversion), so that neither the loads nor the additions' latency bound the pass
+// (one sum with element-wise loads gathered the lanes one by one: 7.3 ms a step at hidden 512, 17
+// million gradients). The vector types keep GCC from summing in order.
 template <typename T>
 [[gnu::always_inline]] inline double squares_sum(const T* x, int64_t n) {
   typedef double Lanes __attribute__((vector_size(64)));
-  Lanes sum = {};
+  typedef T Loaded __attribute__((vector_size(8 * sizeof(T))));
+  Lanes sum[4] = {};
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    Lanes v;
-    for (int j = 0; j < 8; ++j) v[j] = static_cast<double>(x[i + j]);
-    sum += v * v;
+  for (; i + 32 <= n; i += 32) {
+    for (int u = 0; u < 4; ++u) {
+      Loaded v;
+      std::memcpy(&v, x + i + 8 * u, sizeof v);
+      const Lanes d = __builtin_convertvector(v, Lanes);
+      sum[u] += d * d;
+    }
   }
+  const Lanes lanes = (sum[0] + sum[1]) + (sum[2] + sum[3]);
   double total = 0;
-  for (int j = 0; j < 8; ++j) total += sum[j];
+  for (int j = 0; j < 8; ++j) total += lanes[j];
   for (; i < n; ++i) total += static_cast<double>(x[i]) * static_cast<double>(x[i]);
   return total;
 }
