@@ -4,13 +4,19 @@
 // products; under bf16 precision (where the processor has AVX512-BF16), bf16 panels (AVX512-BF16's
 // kernel, and AMX's where the processor has it) against LibTorch's bf16 product (oneDNN). Also the time to lay a weight out in panels, both ways round.
 //
+// With --whole-batch: a whole batch's bf16 products over 2 threads (tokens x in against a weight
+// [out, in]: the input projection, the input gradient, and the weight gradient with its transposed
+// a), bf16 panels against LibTorch's bf16 product with its conversions.
+//
 //   build/luong_panel_rate [M K N ...]     (default: the hidden-512 and notebook per-step shapes)
+//   build/luong_panel_rate --whole-batch [TOKENS IN OUT ...]
 #include <torch/torch.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "luong/models/matrix_products.h"
@@ -82,9 +88,45 @@ void measure(int64_t m, int64_t k, int64_t n) {
   std::printf("\n");
 }
 
+// A whole batch's three bf16 products for `tokens` rows x [tokens, in], dy [tokens, out] and a weight
+// [out, in], on 2 threads: bf16 panels, then LibTorch's bf16 product (panels off).
+void measure_whole_batch(int64_t tokens, int64_t in, int64_t out_features) {
+  const torch::Tensor x = torch::randn({tokens, in}), dy = torch::randn({tokens, out_features});
+  const torch::Tensor weight = torch::randn({out_features, in});
+  const MatrixProducts bf16{true};
+  const double flop = 2.0 * static_cast<double>(tokens * in * out_features);
+  std::printf("tokens %5lld, weight [%4lld, %4lld]", static_cast<long long>(tokens), static_cast<long long>(out_features),
+              static_cast<long long>(in));
+  const std::vector<std::function<void()>> products = {[&] { bf16.mm(x, weight.t()); }, [&] { bf16.mm(dy, weight); },
+                                                       [&] { bf16.mm(dy.t(), x); }};
+  for (const auto& product : products) {
+    luong::models::set_panel_products_enabled(true);
+    const double panels = seconds_per_call([&](int) { product(); });
+    luong::models::set_panel_products_enabled(false);
+    const double library = seconds_per_call([&](int) { product(); });
+    std::printf("   %7.1f %7.1f %5.2fx", flop / panels / 1e9, flop / library / 1e9, library / panels);
+  }
+  luong::models::set_panel_products_enabled(true);
+  std::printf("\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "--whole-batch") {
+    if (!luong::models::bf16_panels_here()) {
+      std::fprintf(stderr, "luong_panel_rate: this processor has no bf16 panel kernel\n");
+      return 1;
+    }
+    at::set_num_threads(2);
+    std::vector<int64_t> shapes;
+    for (int i = 2; i < argc; ++i) shapes.push_back(std::atoll(argv[i]));
+    if (shapes.empty()) shapes = {330, 512, 1536, 330, 1024, 1536, 330, 1024, 3308, 1300, 512, 1536};
+    std::printf("2 threads, bf16 (%s panels); GFLOP/s panels, library, speed-up for x w^T, dy w, dy^T x\n",
+                luong::models::bf16_panel_kernel_name(luong::models::bf16_panel_kernel()));
+    for (std::size_t i = 0; i + 2 < shapes.size(); i += 3) measure_whole_batch(shapes[i], shapes[i + 1], shapes[i + 2]);
+    return 0;
+  }
   at::set_num_threads(1);
   const luong::models::PanelIsa isa = luong::models::panel_isa_here();
   if (isa == luong::models::PanelIsa::kNone) {

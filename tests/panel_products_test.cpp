@@ -25,16 +25,16 @@ const char* name(PanelIsa isa) { return isa == PanelIsa::kAvx512 ? "AVX-512" : "
 
 enum class Init { kNone, kRow, kMatrix, kAccumulate };
 
-// A kernel's product: c [m, n] (row stride ldc) = start + a [m, k] (row stride lda) b.
-using Product = std::function<void(const float* a, int64_t lda, float* c, int64_t ldc, const float* start,
-                                   int64_t start_ld)>;
+// A kernel's product: c [m, n] (row stride ldc) = start + a [m, k] (strides lda, a_column_stride) b.
+using Product = std::function<void(const float* a, int64_t lda, int64_t a_column_stride, float* c, int64_t ldc,
+                                   const float* start, int64_t start_ld)>;
 
-// One product with a and c inside wider buffers (row strides k + 3, n + 5), its sums started as
-// `init` says, against the double product of a (rounded to a_dtype first) and b: the largest
-// difference. c's margins must stay untouched.
+// One product with a and c inside wider buffers (row strides k + 3, n + 5; a_transposed: a the
+// transpose of a [k, m + 3] block), its sums started as `init` says, against the double product of a
+// (rounded to a_dtype first) and b: the largest difference. c's margins must stay untouched.
 double product_error(int64_t m, int64_t k, int64_t n, Init init, const torch::Tensor& b, torch::ScalarType a_dtype,
-                     const Product& product) {
-  const torch::Tensor a_wide = torch::randn({m, k + 3}), a = a_wide.narrow(1, 1, k);
+                     const Product& product, bool a_transposed = false) {
+  const torch::Tensor a = a_transposed ? torch::randn({k, m + 3}).narrow(1, 1, m).t() : torch::randn({m, k + 3}).narrow(1, 1, k);
   const torch::Tensor c_wide = torch::randn({m, n + 5}), c_before = c_wide.clone();
   torch::Tensor c = c_wide.narrow(1, 2, n);
   const torch::Tensor row = torch::randn({n}), matrix = torch::randn({m, n + 4}).narrow(1, 4, n);
@@ -46,7 +46,7 @@ double product_error(int64_t m, int64_t k, int64_t n, Init init, const torch::Te
     start = matrix.data_ptr<float>(), start_ld = matrix.stride(0), expected += matrix.to(torch::kDouble);
   }
   if (init == Init::kAccumulate) start = c.data_ptr<float>(), start_ld = c.stride(0), expected += c.to(torch::kDouble);
-  product(a.data_ptr<float>(), a.stride(0), c.data_ptr<float>(), c.stride(0), start, start_ld);
+  product(a.data_ptr<float>(), a.stride(0), a.stride(1), c.data_ptr<float>(), c.stride(0), start, start_ld);
   EXPECT_TRUE(torch::equal(c_wide.narrow(1, 0, 2), c_before.narrow(1, 0, 2))) << "wrote left of its block";
   EXPECT_TRUE(torch::equal(c_wide.narrow(1, n + 2, 3), c_before.narrow(1, n + 2, 3))) << "wrote right of its block";
   return (c.to(torch::kDouble) - expected).abs().max().item<double>();
@@ -71,7 +71,9 @@ TEST(PanelProductsTest, EqualADoubleProductForEveryShapeAndStart) {
             for (const Init init : {Init::kNone, Init::kRow, Init::kMatrix, Init::kAccumulate}) {
               const double error = product_error(
                   m, k, n, init, b, torch::kFloat,
-                  [&](const float* a, int64_t lda, float* c, int64_t ldc, const float* start, int64_t start_ld) {
+                  [&](const float* a, int64_t lda, int64_t a_column_stride, float* c, int64_t ldc, const float* start,
+                      int64_t start_ld) {
+                    ASSERT_EQ(a_column_stride, 1);
                     panel_product(isa, a, m, k, lda, panels.data(), n, c, ldc, start, start_ld);
                   });
               // float32 sums of k products of unit normals: about sqrt(k) 2^-24 each; 1e-5 k is generous
@@ -108,23 +110,30 @@ TEST(PanelProductsTest, Bf16KernelsEqualADoubleProductOfTheRoundedOperands) {
         for (const Bf16PanelKernel kernel : kernels) {
           for (const int64_t m : {1, 3, 8, 9, 16, 19, 33}) {
             for (const Init init : {Init::kNone, Init::kRow, Init::kMatrix, Init::kAccumulate}) {
-              const double error = product_error(
-                  m, k, n, init, b, torch::kBFloat16,
-                  [&](const float* a, int64_t lda, float* c, int64_t ldc, const float* start, int64_t start_ld) {
-                    bf16_panel_product(kernel, a, m, k, lda, panels.data(), n, c, ldc, start, start_ld);
-                  });
-              // bf16 x bf16 products are exact in float32: only the float32 sums round
-              ASSERT_LT(error, 1e-5 * static_cast<double>(k + 1))
-                  << bf16_panel_kernel_name(kernel) << " m " << m << " k " << k << " n " << n << " init "
-                  << static_cast<int>(init) << (transposed ? " transposed" : " dense");
-              ++checked;
+              // a's rows contiguous (a step's rows) and strided (a weight gradient's transposed a)
+              for (const bool a_transposed : {false, true}) {
+                const double error = product_error(
+                    m, k, n, init, b, torch::kBFloat16,
+                    [&](const float* a, int64_t lda, int64_t a_column_stride, float* c, int64_t ldc, const float* start,
+                        int64_t start_ld) {
+                      bf16_panel_product(kernel, a, m, k, lda, panels.data(), n, c, ldc, start, start_ld,
+                                         a_column_stride);
+                    },
+                    a_transposed);
+                // bf16 x bf16 products are exact in float32: only the float32 sums round
+                ASSERT_LT(error, 1e-5 * static_cast<double>(k + 1))
+                    << bf16_panel_kernel_name(kernel) << " m " << m << " k " << k << " n " << n << " init "
+                    << static_cast<int>(init) << (transposed ? " transposed" : " dense")
+                    << (a_transposed ? ", a transposed" : "");
+                ++checked;
+              }
             }
           }
         }
       }
     }
   }
-  EXPECT_EQ(checked, static_cast<int64_t>(kernels.size()) * 6 * 7 * 2 * 7 * 4);
+  EXPECT_EQ(checked, static_cast<int64_t>(kernels.size()) * 6 * 7 * 2 * 7 * 4 * 2);
 }
 
 // The per-step operations (MatrixProducts' overloads for a PanelOperand) in panels equal the
@@ -188,6 +197,48 @@ TEST(PanelProductsTest, Bf16StepOperationsBeatTheLibrarysRounding) {
   // bf16's rounding of the result: half an ulp, 2^-8 of the value at most
   EXPECT_LE(library_error, exact.abs().max().item<double>() / 256);
   EXPECT_LT(panel_error * 10, library_error);
+}
+
+// A whole batch's products under bf16 (MatrixProducts' tensor overloads: the input projections, the
+// data gradients, a weight gradient's transposed a) run in bf16 panels over the threads, in blocks of
+// 128 rows, where a bf16 panel kernel is here: each equals the double product of the rounded
+// operands to float32 sums, where the library's rounds its result to bf16.
+TEST(PanelProductsTest, Bf16WholeBatchProductsRunInPanelsOverTheThreads) {
+  if (!bf16_panels_here()) GTEST_SKIP() << "this processor has no AVX512-BF16";
+  torch::manual_seed(10);
+  const torch::Tensor x = torch::randn({300, 160}), weight = torch::randn({100, 160}), bias = torch::randn({100});
+  const torch::Tensor dy = torch::randn({300, 100}), start = torch::randn({300, 100});
+  const auto rounded = [](const torch::Tensor& t) { return t.to(torch::kBFloat16).to(torch::kDouble); };
+  const MatrixProducts products{true};
+  const bool before = panel_products_enabled();
+  set_panel_products_enabled(true);
+  const int threads = torch::get_num_threads();
+  torch::set_num_threads(3);
+  const int64_t run_before = panel_products_run();
+  torch::Tensor added = start.clone(), into = torch::empty({300, 100}), biased = torch::empty({300, 100});
+  products.add_mm_(added, x, weight.t());
+  products.mm_out(into, x, weight.t());
+  products.addmm_out(biased, bias, x, weight.t());
+  const std::vector<std::pair<torch::Tensor, torch::Tensor>> cases = {
+      {products.mm(x, weight.t()), rounded(x).mm(rounded(weight).t())},
+      {products.addmm(bias, x, weight.t()), rounded(x).mm(rounded(weight).t()) + bias.to(torch::kDouble)},
+      {products.mm(dy, weight), rounded(dy).mm(rounded(weight))},
+      {products.mm(dy.t(), x), rounded(dy).t().mm(rounded(x))},  // a transposed, 100 rows: one block
+      {products.mm(x.t(), dy), rounded(x).t().mm(rounded(dy))},  // a transposed, 160 rows: two blocks
+      {added, start.to(torch::kDouble) + rounded(x).mm(rounded(weight).t())},
+      {into, rounded(x).mm(rounded(weight).t())},
+      {biased, rounded(x).mm(rounded(weight).t()) + bias.to(torch::kDouble)}};
+  EXPECT_EQ(panel_products_run() - run_before, static_cast<int64_t>(cases.size()));
+  torch::set_num_threads(threads);
+  set_panel_products_enabled(before);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& [got, exact] = cases[i];
+    ASSERT_EQ(got.sizes(), exact.sizes()) << "case " << i;
+    EXPECT_EQ(got.scalar_type(), torch::kFloat) << "case " << i;
+    const int64_t k = i == 3 || i == 4 ? 300 : (i == 2 ? 100 : 160);
+    EXPECT_LT((got.to(torch::kDouble) - exact).abs().max().item<double>(), 1e-5 * static_cast<double>(k + 1))
+        << "case " << i;
+  }
 }
 
 // Where the processor has AMX, the per-step operations under bf16 run on its tiles (the operand says

@@ -73,7 +73,9 @@ class PanelOperand {
   Bf16PanelKernel bf16_kernel() const { return bf16_kernel_; }
   /// out = init + a b in panels, init undefined, a row to broadcast or a matrix of out's shape; false
   /// (nothing done) where an operand's layout does not suit the kernel (rows of unit column stride).
-  bool multiply(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& init) const;
+  /// On the calling thread (a step's rows), or over LibTorch's threads in blocks of rows (`parallel`:
+  /// a whole batch's).
+  bool multiply(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& init, bool parallel = false) const;
 
  private:
   torch::Tensor matrix_, panels_;
@@ -92,7 +94,10 @@ struct MatrixProducts {
 
   /// a b, in float32 under bf16.
   torch::Tensor mm(const torch::Tensor& a, const torch::Tensor& b) const {
-    if (bf16) return to_bf16(a).mm(to_bf16(b)).to(torch::kFloat);
+    if (bf16) {
+      torch::Tensor out = torch::empty({a.size(0), b.size(1)}, a.options().dtype(torch::kFloat));
+      return bf16_in_panels(out, a, b, {}) ? out : to_bf16(a).mm(to_bf16(b)).to(torch::kFloat);
+    }
     if (!detail::use_onednn(a, b)) return a.mm(b);
     torch::Tensor out = torch::empty({a.size(0), b.size(1)}, a.options());
     detail::onednn_mm(out, a, b, false);
@@ -100,7 +105,10 @@ struct MatrixProducts {
   }
   /// bias + a b (bias broadcast over the rows, or a matrix of a's shape).
   torch::Tensor addmm(const torch::Tensor& bias, const torch::Tensor& a, const torch::Tensor& b) const {
-    if (bf16) return torch::add(bias, to_bf16(a).mm(to_bf16(b)));
+    if (bf16) {
+      torch::Tensor out = torch::empty({a.size(0), b.size(1)}, a.options().dtype(torch::kFloat));
+      return bf16_in_panels(out, a, b, bias) ? out : torch::add(bias, to_bf16(a).mm(to_bf16(b)));
+    }
     if (!detail::use_onednn(a, b)) return torch::addmm(bias, a, b);
     torch::Tensor out = bias.expand({a.size(0), b.size(1)}).contiguous();
     detail::onednn_mm(out, a, b, true);
@@ -108,7 +116,7 @@ struct MatrixProducts {
   }
   void addmm_out(torch::Tensor& out, const torch::Tensor& bias, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
-      torch::add_out(out, bias, to_bf16(a).mm(to_bf16(b)));
+      if (!bf16_in_panels(out, a, b, bias)) torch::add_out(out, bias, to_bf16(a).mm(to_bf16(b)));
     } else if (detail::use_onednn(a, b, out)) {
       out.copy_(bias.expand_as(out));
       detail::onednn_mm(out, a, b, true);
@@ -118,7 +126,7 @@ struct MatrixProducts {
   }
   void mm_out(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
-      out.copy_(to_bf16(a).mm(to_bf16(b)));
+      if (!bf16_in_panels(out, a, b, {})) out.copy_(to_bf16(a).mm(to_bf16(b)));
     } else if (detail::use_onednn(a, b, out)) {
       detail::onednn_mm(out, a, b, false);
     } else {
@@ -139,7 +147,7 @@ struct MatrixProducts {
   /// out += a b
   void add_mm_(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
-      out.add_(to_bf16(a).mm(to_bf16(b)));
+      if (!bf16_in_panels(out, a, b, out)) out.add_(to_bf16(a).mm(to_bf16(b)));
     } else if (detail::use_onednn(a, b, out)) {
       detail::onednn_mm(out, a, b, true);
     } else {
@@ -148,6 +156,17 @@ struct MatrixProducts {
   }
 
  private:
+  // out = init + a b (init as PanelOperand::multiply takes it) in bf16 panels, over the threads: a
+  // whole batch's product, where the kernel rounds a's rows as it goes and writes float32 sums
+  // (LibTorch's bf16 product needs a and b converted and its bf16 result converted back); a's rows
+  // may have any stride (a weight gradient's transposed a). False, with nothing done, where no bf16
+  // panel kernel takes the operands.
+  static bool bf16_in_panels(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
+                             const torch::Tensor& init) {
+    if (a.dim() != 2 || a.scalar_type() != torch::kFloat) return false;
+    const PanelOperand panels(b, true);
+    return panels.bf16_kernel() != Bf16PanelKernel::kNone && panels.multiply(out, a, init, /*parallel=*/true);
+  }
   static torch::Tensor to_bf16(const torch::Tensor& t) {
     return t.scalar_type() == torch::kBFloat16 ? t : t.to(torch::kBFloat16);
   }

@@ -56,8 +56,10 @@ int64_t bf16_panel_elements(int64_t k, int64_t n);
 void pack_bf16_panels(const uint16_t* b, int64_t k, int64_t n, int64_t row_stride, int64_t column_stride,
                       uint16_t* panels, int64_t first_panel, int64_t last_panel);
 /// c = init + bf16(a) b, as panel_product (a float32, rounded to bf16 to nearest even on the way), by
-/// `kernel` (one this processor runs: at most bf16_panel_kernel_here()).
+/// `kernel` (one this processor runs: at most bf16_panel_kernel_here()). a[r, p] is a[r lda + p
+/// a_column_stride]: rows of any stride (a transposed matrix's too, gathered as they are rounded).
 void bf16_panel_product(Bf16PanelKernel kernel, const float* a, int64_t m, int64_t k, int64_t lda,
-                        const uint16_t* panels, int64_t n, float* c, int64_t ldc, const float* init, int64_t init_ld);
+                        const uint16_t* panels, int64_t n, float* c, int64_t ldc, const float* init, int64_t init_ld,
+                        int64_t a_column_stride = 1);
 
 }  // namespace luong::models
