@@ -163,7 +163,7 @@ struct MatrixProducts {
   // panel kernel takes the operands.
   static bool bf16_in_panels(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
                              const torch::Tensor& init) {
-    if (a.dim() != 2 || a.scalar_type() != torch::kFloat) return false;
+    if (a.dim() != 2 || a.scalar_type() != torch::kFloat || !a.device().is_cpu()) return false;
     const PanelOperand panels(b, true);
     return panels.bf16_kernel() != Bf16PanelKernel::kNone && panels.multiply(out, a, init, /*parallel=*/true);
   }
