@@ -1,5 +1,6 @@
 #include "luong/models/panel_products.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -234,6 +235,14 @@ static_assert(sizeof(TileConfig) == 64);
   _tile_release();
 }
 
+// CPUID leaf 7's AMX-TILE and AMX-BF16 bits (EDX 24 and 22): asked directly, as clang 14's
+// __builtin_cpu_supports knows no "amx-bf16".
+bool amx_bf16_in_cpuid() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (edx >> 24 & 1) != 0 && (edx >> 22 & 1) != 0;
+}
+
 // Whether this process may use AMX tiles: Linux grants them on request (arch_prctl), once per process.
 bool amx_tiles_granted() {
   constexpr long kRequestPermission = 0x1023, kTileData = 18;  // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA
@@ -398,8 +407,7 @@ Bf16PanelKernel bf16_panel_kernel_here() {
       return Bf16PanelKernel::kNone;
     }
     // (the AMX kernel rounds a and adds the sums with AVX-512)
-    return __builtin_cpu_supports("amx-bf16") && amx_tiles_granted() ? Bf16PanelKernel::kAmx
-                                                                       : Bf16PanelKernel::kAvx512Bf16;
+    return amx_bf16_in_cpuid() && amx_tiles_granted() ? Bf16PanelKernel::kAmx : Bf16PanelKernel::kAvx512Bf16;
   }();
   return kernel;
 #else
