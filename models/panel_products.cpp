@@ -249,33 +249,14 @@ bool amx_tiles_granted() {
   return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
 }
 
-// a's rows rounded to bf16 (to nearest even), each padded with zeros to out_ld elements.
+// a's rows rounded to bf16 (to nearest even), each padded with zeros to out_ld elements: a[r, p] at
+// a[r lda + p column_stride], 16 values of a row at a time (loaded, or gathered where the rows are
+// strided: a weight gradient's transposed operand), 16 rows by 16 values a turn, so that a turn's
+// gathers read the same 16 cache lines and pages (row by row over the whole k, a gradient of 1,300
+// tokens ran at a third of the library's rate: each row's gathers went through 8 MB).
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void round_rows_bf16(const float* a, int64_t m, int64_t k,
-                                                                            int64_t lda, uint16_t* out, int64_t out_ld) {
-  for (int64_t r = 0; r < m; ++r) {
-    int64_t i = 0;
-    for (; i + 16 <= k; i += 16) {
-      const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(a + r * lda + i));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + r * out_ld + i), reinterpret_cast<__m256i>(h));
-    }
-    if (i < k) {
-      const auto lanes = static_cast<__mmask16>((1u << (k - i)) - 1);
-      const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lanes, a + r * lda + i));
-      _mm256_mask_storeu_epi16(out + r * out_ld + i, lanes, reinterpret_cast<__m256i>(h));
-    }
-    std::fill(out + r * out_ld + k, out + (r + 1) * out_ld, uint16_t{0});
-  }
-}
-
-// The same for an a whose rows are strided (a[r, p] at a[r lda + p column_stride]: a weight
-// gradient's transposed operand), 16 values of a row gathered at a time, 16 rows by 16 values a turn:
-// the turn's 16 gathers read the same 16 cache lines and pages (row by row over the whole k, a
-// gradient of 1,300 tokens ran at a third of the library's rate: each row's gathers went through
-// 8 MB).
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void round_strided_rows_bf16(const float* a, int64_t m,
-                                                                                    int64_t k, int64_t lda,
-                                                                                    int64_t column_stride,
-                                                                                    uint16_t* out, int64_t out_ld) {
+                                                                            int64_t lda, int64_t column_stride,
+                                                                            uint16_t* out, int64_t out_ld) {
   const __m512i index = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                            _mm512_set1_epi32(static_cast<int>(column_stride)));
   for (int64_t r0 = 0; r0 < m; r0 += 16) {
@@ -283,7 +264,9 @@ bool amx_tiles_granted() {
     for (int64_t i = 0; i < k; i += 16) {
       const auto lanes = static_cast<__mmask16>(k - i >= 16 ? 0xFFFF : (1u << (k - i)) - 1);
       for (int64_t r = r0; r < r_end; ++r) {
-        const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lanes, index, a + r * lda + i * column_stride, 4);
+        const float* values = a + r * lda + i * column_stride;
+        const __m512 v = column_stride == 1 ? _mm512_maskz_loadu_ps(lanes, values)
+                                            : _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lanes, index, values, 4);
         _mm256_mask_storeu_epi16(out + r * out_ld + i, lanes, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
       }
     }
@@ -476,12 +459,9 @@ void bf16_panel_product(Bf16PanelKernel kernel, const float* a, int64_t m, int64
     const int64_t rows = kernel == Bf16PanelKernel::kAmx ? (m + 15) / 16 * 16 : m;
     thread_local std::vector<uint16_t> rounded;
     rounded.resize(static_cast<std::size_t>(rows * 2 * panel_pairs));
-    if (a_column_stride == 1 || k == 1) {
-      round_rows_bf16(a, m, k, lda, rounded.data(), 2 * panel_pairs);
-    } else {
-      if (a_column_stride * 15 > INT32_MAX / 4) throw std::invalid_argument("bf16_panel_product: a's stride is too large");
-      round_strided_rows_bf16(a, m, k, lda, a_column_stride, rounded.data(), 2 * panel_pairs);
-    }
+    const int64_t column_stride = k == 1 ? 1 : a_column_stride;
+    if (column_stride * 15 > INT32_MAX) throw std::invalid_argument("bf16_panel_product: a's stride is too large");
+    round_rows_bf16(a, m, k, lda, column_stride, rounded.data(), 2 * panel_pairs);
     std::fill(rounded.begin() + m * 2 * panel_pairs, rounded.end(), uint16_t{0});
     const Operands<uint16_t, uint16_t> operands{rounded.data(), 2 * panel_pairs, panels, pairs, panel_pairs,
                                                 c,              ldc,             init,   init_ld};
