@@ -95,8 +95,8 @@ struct MatrixProducts {
   /// a b, in float32 under bf16.
   torch::Tensor mm(const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
-      torch::Tensor out = torch::empty({a.size(0), b.size(1)}, a.options().dtype(torch::kFloat));
-      return bf16_in_panels(out, a, b, {}) ? out : to_bf16(a).mm(to_bf16(b)).to(torch::kFloat);
+      const torch::Tensor out = bf16_in_panels({}, a, b, {});
+      return out.defined() ? out : to_bf16(a).mm(to_bf16(b)).to(torch::kFloat);
     }
     if (!detail::use_onednn(a, b)) return a.mm(b);
     torch::Tensor out = torch::empty({a.size(0), b.size(1)}, a.options());
@@ -106,8 +106,8 @@ struct MatrixProducts {
   /// bias + a b (bias broadcast over the rows, or a matrix of a's shape).
   torch::Tensor addmm(const torch::Tensor& bias, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
-      torch::Tensor out = torch::empty({a.size(0), b.size(1)}, a.options().dtype(torch::kFloat));
-      return bf16_in_panels(out, a, b, bias) ? out : torch::add(bias, to_bf16(a).mm(to_bf16(b)));
+      const torch::Tensor out = bf16_in_panels({}, a, b, bias);
+      return out.defined() ? out : torch::add(bias, to_bf16(a).mm(to_bf16(b)));
     }
     if (!detail::use_onednn(a, b)) return torch::addmm(bias, a, b);
     torch::Tensor out = bias.expand({a.size(0), b.size(1)}).contiguous();
@@ -116,7 +116,7 @@ struct MatrixProducts {
   }
   void addmm_out(torch::Tensor& out, const torch::Tensor& bias, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
-      if (!bf16_in_panels(out, a, b, bias)) torch::add_out(out, bias, to_bf16(a).mm(to_bf16(b)));
+      if (!bf16_in_panels(out, a, b, bias).defined()) torch::add_out(out, bias, to_bf16(a).mm(to_bf16(b)));
     } else if (detail::use_onednn(a, b, out)) {
       out.copy_(bias.expand_as(out));
       detail::onednn_mm(out, a, b, true);
@@ -126,7 +126,7 @@ struct MatrixProducts {
   }
   void mm_out(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
-      if (!bf16_in_panels(out, a, b, {})) out.copy_(to_bf16(a).mm(to_bf16(b)));
+      if (!bf16_in_panels(out, a, b, {}).defined()) out.copy_(to_bf16(a).mm(to_bf16(b)));
     } else if (detail::use_onednn(a, b, out)) {
       detail::onednn_mm(out, a, b, false);
     } else {
@@ -147,7 +147,7 @@ struct MatrixProducts {
   /// out += a b
   void add_mm_(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
-      if (!bf16_in_panels(out, a, b, out)) out.add_(to_bf16(a).mm(to_bf16(b)));
+      if (!bf16_in_panels(out, a, b, out).defined()) out.add_(to_bf16(a).mm(to_bf16(b)));
     } else if (detail::use_onednn(a, b, out)) {
       detail::onednn_mm(out, a, b, true);
     } else {
@@ -156,16 +156,18 @@ struct MatrixProducts {
   }
 
  private:
-  // out = init + a b (init as PanelOperand::multiply takes it) in bf16 panels, over the threads: a
-  // whole batch's product, where the kernel rounds a's rows as it goes and writes float32 sums
-  // (LibTorch's bf16 product needs a and b converted and its bf16 result converted back); a's rows
-  // may have any stride (a weight gradient's transposed a). False, with nothing done, where no bf16
-  // panel kernel takes the operands.
-  static bool bf16_in_panels(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b,
-                             const torch::Tensor& init) {
-    if (a.dim() != 2 || a.scalar_type() != torch::kFloat || !a.device().is_cpu()) return false;
+  // out = init + a b (init as PanelOperand::multiply takes it; out allocated where undefined) in
+  // bf16 panels, over the threads: a whole batch's product, where the kernel rounds a's rows as it
+  // goes and writes float32 sums (LibTorch's bf16 product needs a and b converted and its bf16 result
+  // converted back); a's rows may have any stride (a weight gradient's transposed a). Returns out, or
+  // an undefined tensor, with nothing done, where no bf16 panel kernel takes the operands.
+  static torch::Tensor bf16_in_panels(torch::Tensor out, const torch::Tensor& a, const torch::Tensor& b,
+                                      const torch::Tensor& init) {
+    if (a.dim() != 2 || a.scalar_type() != torch::kFloat || !a.device().is_cpu()) return {};
     const PanelOperand panels(b, true);
-    return panels.bf16_kernel() != Bf16PanelKernel::kNone && panels.multiply(out, a, init, /*parallel=*/true);
+    if (panels.bf16_kernel() == Bf16PanelKernel::kNone) return {};
+    if (!out.defined()) out = torch::empty({a.size(0), b.size(1)}, a.options());
+    return panels.multiply(out, a, init, /*parallel=*/true) ? out : torch::Tensor();
   }
   static torch::Tensor to_bf16(const torch::Tensor& t) {
     return t.scalar_type() == torch::kBFloat16 ? t : t.to(torch::kBFloat16);
