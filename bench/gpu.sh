@@ -23,13 +23,15 @@ trap 'rm -rf "$work"' EXIT
 last_rate() { sed -nE "$1" "$2" | tail -1; }
 table=()
 luong_only=() python_only=()  # flags for one side only
+luong_train() {  # ARGS...: luong's training as both the pairs and the profiles run it
+  "$luong" train --data "$corpus" --device "$device" --no-shuffle --dev-size 0 --loss-average step --threads 16 "$@"
+}
 train_pair() {  # NAME EPOCHS ARGS...
   local name=$1 epochs=$2
   shift 2
   "$python" bench/seq2seq_reference.py --data "$corpus" --device "$device" --epochs "$epochs" "$@" "${python_only[@]}" \
     >"$work/$name.py.log" 2>&1
-  "$luong" train --data "$corpus" --device "$device" --epochs "$epochs" --no-shuffle --dev-size 0 --loss-average step \
-    --threads 16 "$@" "${luong_only[@]}" --out "$work/$name" >"$work/$name.luong.log" 2>&1
+  luong_train --epochs "$epochs" "$@" "${luong_only[@]}" --out "$work/$name" >"$work/$name.luong.log" 2>&1
   local py cpp
   py=$(last_rate 's/^epoch [0-9]+: .* ([0-9.]+) tok\/s$/\1/p' "$work/$name.py.log")
   cpp=$(last_rate 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$work/$name.luong.log")
@@ -61,8 +63,7 @@ done
 profile_run() {  # NAME ARGS...
   local name=$1
   shift
-  "$luong" train --data "$corpus" --device "$device" --epochs 1 --no-shuffle --dev-size 0 --loss-average step \
-    --threads 16 --profile-steps 20 "$@" --out "$work/profile-$name" >"$work/profile-$name.log" 2>&1
+  luong_train --epochs 1 --profile-steps 20 "$@" --out "$work/profile-$name" >"$work/profile-$name.log" 2>&1
   echo "== profile $name"
   grep -v -E '^(epoch|step|  [0-9]+/)' "$work/profile-$name.log" | head -40
 }
