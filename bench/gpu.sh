@@ -2,8 +2,8 @@
 # GPU benchmarks, luong beside the Python reference (bench/seq2seq_reference.py) on the same GPU, in
 # the same run, on the same data: training target tokens/s at the notebook's sizes with batch 32 and
 # 512, and at hidden 512 / embedding 512 with batch 256 in float32 and in bf16 (luong --precision bf16,
-# the reference under torch.autocast); then greedy and beam-5 decoding
-# sentences/s. Each training figure is the last epoch's (the first pays for cuDNN's and the
+# the reference under torch.autocast), luong's with CUDA graphs (its default) and, where it says
+# "eager", without; then greedy and beam-5 decoding sentences/s. Each training figure is the last epoch's (the first pays for cuDNN's and the
 # allocator's warm-up).
 #
 #   bench/gpu.sh [luong binary] [device=cuda]
@@ -23,7 +23,7 @@ trap 'rm -rf "$work"' EXIT
 last_rate() { sed -nE "$1" "$2" | tail -1; }
 table=()
 luong_only=() python_only=()  # flags for one side only
-luong_train() {  # ARGS...: luong's training as both the pairs and the profiles run it
+luong_train() {  # ARGS...: luong's training as the pairs and the eager runs run it
   "$luong" train --data "$corpus" --device "$device" --no-shuffle --dev-size 0 --loss-average step --threads 16 "$@"
 }
 train_pair() {  # NAME EPOCHS ARGS...
@@ -40,13 +40,30 @@ train_pair() {  # NAME EPOCHS ARGS...
   table+=("$(printf '%-34s luong %10s tok/s   python %10s tok/s   %s' "$name" "${cpp:-?}" "${py:-?}" "$ratio")")
   echo "${table[-1]}"
   tail -n 2 "$work/$name.luong.log" "$work/$name.py.log"
+  grep -h "CUDA graph" "$work/$name.luong.log" | head -3
 }
 
-train_pair "notebook-batch32" 2 --hidden 64 --embed 28 --batch 32 --train-size 3000
-train_pair "notebook-batch512" 3 --hidden 64 --embed 28 --batch 512 --train-size 10000
+# luong's training without CUDA graphs (--no-cuda-graphs: LibTorch's eager launches), for the table
+eager_run() {  # NAME EPOCHS ARGS...
+  local name=$1 epochs=$2
+  shift 2
+  luong_train --epochs "$epochs" --no-cuda-graphs "$@" --out "$work/$name" >"$work/$name.luong.log" 2>&1
+  local cpp
+  cpp=$(last_rate 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$work/$name.luong.log")
+  table+=("$(printf '%-34s luong %10s tok/s   (no CUDA graphs)' "$name" "${cpp:-?}")")
+  echo "${table[-1]}"
+}
+
+notebook=(--hidden 64 --embed 28)
+train_pair "notebook-batch32" 2 "${notebook[@]}" --batch 32 --train-size 3000
+eager_run "notebook-batch32-eager" 2 "${notebook[@]}" --batch 32 --train-size 3000
+train_pair "notebook-batch512" 3 "${notebook[@]}" --batch 512 --train-size 10000
+eager_run "notebook-batch512-eager" 3 "${notebook[@]}" --batch 512 --train-size 10000
 train_pair "hidden512-embed512-batch256" 2 --hidden 512 --embed 512 --batch 256 --train-size 10000
 luong_only=(--precision bf16) python_only=(--bf16)
 train_pair "hidden512-embed512-batch256-bf16" 2 --hidden 512 --embed 512 --batch 256 --train-size 10000
+eager_run "hidden512-embed512-batch256-bf16-eager" 2 --hidden 512 --embed 512 --batch 256 --train-size 10000 \
+  --precision bf16
 luong_only=() python_only=()
 
 # Decoding: the notebook model trained above, over its 3000 training sources.
@@ -58,18 +75,6 @@ for beam in 1 5; do
   table+=("$(printf '%-34s luong %10s sentences/s' "decode beam $beam" "${rate:-?}")")
   echo "${table[-1]}"
 done
-# Where a step's host time goes (LibTorch's profiler, CPU activity: on CUDA an op's time is its launch,
-# or its wait where it synchronises): 20 steps of the notebook model at batch 512 and of hidden 512 in bf16.
-profile_run() {  # NAME ARGS...
-  local name=$1
-  shift
-  luong_train --epochs 1 --profile-steps 20 "$@" --out "$work/profile-$name" >"$work/profile-$name.log" 2>&1
-  echo "== profile $name"
-  grep -v -E '^(epoch|step|  [0-9]+/)' "$work/profile-$name.log" | head -40
-}
-profile_run notebook-batch512 --hidden 64 --embed 28 --batch 512 --train-size 10000
-profile_run hidden512-batch256-bf16 --hidden 512 --embed 512 --batch 256 --train-size 10000 --precision bf16
-
 echo
 echo "== bench/gpu.sh on $device: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo cpu)"
 printf '%s\n' "${table[@]}"

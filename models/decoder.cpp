@@ -88,7 +88,7 @@ struct FusedStack {
 FusedStack fused_stack(DecoderInterface& decoder, const torch::Tensor& dec_in, bool training) {
   const DecoderOptions& o = decoder.decoder_options();
   FusedStack stack;
-  stack.embedded = maybe_dropout(decoder.embedding(dec_in), o.dropout(), training);
+  stack.embedded = maybe_dropout(embedding_lookup(decoder.embedding, dec_in), o.dropout(), training);
   const torch::Tensor& embedded = stack.embedded;
   for (int64_t l = 0; l < o.layers(); ++l) stack.cells.push_back(CellWeights::of(decoder.recurrent, l, 0));
   stack.attention = FusedAttentionParameters::of(decoder.attention(), o.attention(), o.hidden_size());
@@ -120,7 +120,7 @@ DecoderState DecoderImpl::initial_state(const RecurrentState& encoder_state) { r
 DecoderStep DecoderImpl::step(const torch::Tensor& previous_word, const DecoderState& state,
                               const AttentionMemory& memory, int64_t t) {
   const double p = options.dropout();
-  const torch::Tensor embedded = maybe_dropout(embedding(previous_word), p, is_training());           // [B, E]
+  const torch::Tensor embedded = maybe_dropout(embedding_lookup(embedding, previous_word), p, is_training());           // [B, E]
   const AttentionOutput attended = attention_->forward(memory, state.recurrent.hidden[-1], t);        // query h_{t-1}
   const torch::Tensor input = torch::cat({embedded, attended.context}, 1);                            // [B, E + H]
   RecurrentState next = recurrent.step(input, state.recurrent, is_training());
@@ -160,7 +160,7 @@ DecoderState LuongDecoderImpl::initial_state(const RecurrentState& encoder_state
 DecoderStep LuongDecoderImpl::step(const torch::Tensor& previous_word, const DecoderState& state,
                                    const AttentionMemory& memory, int64_t t) {
   const double p = options.dropout();
-  const torch::Tensor embedded = maybe_dropout(embedding(previous_word), p, is_training());  // [B, E]
+  const torch::Tensor embedded = maybe_dropout(embedding_lookup(embedding, previous_word), p, is_training());  // [B, E]
   const torch::Tensor input = torch::cat({embedded, state.attentional}, 1);                  // [B, E + H]
   RecurrentState next = recurrent.step(input, state.recurrent, is_training());
   const torch::Tensor h_t = next.hidden[-1];                                                 // [B, H]

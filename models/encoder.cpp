@@ -58,8 +58,11 @@ std::pair<torch::Tensor, RecurrentState> EncoderImpl::fused_sequence(const torch
 
 EncoderOutput EncoderImpl::forward(const torch::Tensor& src, const torch::Tensor& lengths) {
   const double p = options.dropout();
-  const torch::Tensor embedded = maybe_dropout(embedding(src), p, is_training());  // [B, S, E]
+  const torch::Tensor embedded = maybe_dropout(embedding_lookup(embedding, src), p, is_training());  // [B, S, E]
+  // On a GPU, the padded form: packing needs the lengths on the host, a wait at every batch, and
+  // it would tie a CUDA graph to one batch's lengths.
   auto [outputs, state] = uses_fused_kernel(src.device()) ? fused_sequence(embedded, lengths)
+                          : src.is_cuda()                 ? recurrent.sequence_padded(embedded, lengths, is_training())
                                                           : recurrent.sequence(embedded, lengths);
   if (options.bidirectional()) {
     const int64_t layers = options.layers(), h = options.hidden_size();

@@ -93,6 +93,28 @@ LossOutput Seq2SeqImpl::loss(const data::Batch& batch, const LossOptions& option
       batch.dec_tgt.size(1), options.average);
 }
 
+LossOutput Seq2SeqImpl::padded_loss(const torch::Tensor& src, const torch::Tensor& src_lengths,
+                                     const torch::Tensor& dec_in, const torch::Tensor& dec_tgt,
+                                     const LossOptions& options) {
+  const EncodedSource encoded = encode(src, src_lengths);
+  const torch::Tensor features = decoder->teacher_forced(dec_in, encoded.state, encoded.memory, false).features;
+  const torch::Tensor per_token =
+      decoder->token_losses(features.reshape({-1, features.size(-1)}), dec_tgt.reshape({-1}), options.label_smoothing)
+          .view(dec_tgt.sizes());
+  const torch::Tensor real = dec_tgt.ne(0);
+  const torch::Tensor counted = torch::where(real, per_token, torch::zeros({}, per_token.options()));
+  const torch::Tensor ones = real.to(per_token.scalar_type());
+  torch::Tensor weights;  // what average_loss divides each token's loss by, on the device
+  if (options.average == LossAverage::kStep) {
+    const torch::Tensor step_count = ones.sum(0);         // [T]
+    const torch::Tensor steps = step_count.gt(0).sum();  // the batch's own T: its last step has a token
+    weights = ones / (step_count.clamp_min(1.0) * steps.to(ones.scalar_type()));
+  } else {
+    weights = ones / ones.sum().clamp_min(1.0);
+  }
+  return {(counted * weights).sum(), counted.sum(), 0};
+}
+
 LossOutput Seq2SeqImpl::weighted_loss(const data::Batch& batch, const torch::Tensor& step_weights,
                                       double label_smoothing) {
   const int64_t steps = batch.dec_tgt.size(1);

@@ -16,7 +16,10 @@
 #include "luong/evaluation/search.h"
 #include "luong/models/seq2seq.h"
 #include "luong/models/state_dict.h"
+#include "luong/training/cuda_graph_step.h"
 #include "luong/training/data_parallel.h"
+#include "luong/training/fused_adam.h"
+#include "luong/training/train_step.h"
 #include "luong/util/atomic_file.h"
 #include "run_files.h"
 #include "subprocess.h"
@@ -87,23 +90,31 @@ double relative_difference(const torch::Tensor& a, const torch::Tensor& b) {
   return (x - y).norm().item<double>() / std::max(y.norm().item<double>(), 1e-300);
 }
 
-// The float32 halves compare the GPU with the CPU in IEEE float32: by LibTorch's default, cuDNN's
-// recurrent kernels round their products' inputs to TF32 (a 10-bit mantissa), off from the CPU by
-// about 1e-3.
-class CudaVariantTest : public ::testing::TestWithParam<Variant> {
- protected:
-  void SetUp() override {
+// For its scope, the CUDA backend's float32 products and recurrences in IEEE float32: by LibTorch's
+// default, cuDNN's recurrent kernels round their products' inputs to TF32 (a 10-bit mantissa), off
+// from the CPU by about 1e-3, and differently for different shapes.
+class Ieee32Scope {
+ public:
+  Ieee32Scope() {
     for (auto op : {at::Float32Op::RNN, at::Float32Op::MATMUL, at::Float32Op::CONV}) {
       saved_.emplace_back(op, at::globalContext().float32Precision(at::Float32Backend::CUDA, op));
       at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, op, at::Float32Precision::IEEE);
     }
   }
-  void TearDown() override {
+  ~Ieee32Scope() {
     for (const auto& [op, precision] : saved_) at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, op, precision);
   }
+  Ieee32Scope(const Ieee32Scope&) = delete;
+  Ieee32Scope& operator=(const Ieee32Scope&) = delete;
 
  private:
   std::vector<std::pair<at::Float32Op, at::Float32Precision>> saved_;
+};
+
+// The float32 halves compare the GPU with the CPU in IEEE float32.
+class CudaVariantTest : public ::testing::TestWithParam<Variant> {
+ private:
+  Ieee32Scope ieee32_;
 };
 
 TEST_P(CudaVariantTest, ForwardMatchesTheCpu) {
@@ -229,6 +240,120 @@ TEST(CudaTrainingTest, CheckpointsCrossDevices) {
     ASSERT_EQ(b.size(), 2u);
     EXPECT_NEAR(a[1], b[1], 1e-3) << first << " then " << second;
   }
+}
+
+// FusedAdam's CUDA step (LibTorch's multi-tensor _fused_adam_, the step counts and learning rate
+// on the device, clipping's coefficient as a divisor) against LibTorch's Adam on the same gradients
+// scaled first, in double: 1e-9 of the parameters, since the device holds the learning rate and the
+// divisor in float32 (_fused_adam_'s types), 6e-8 off the double values.
+TEST(CudaFusedAdamTest, DeviceStepMatchesLibTorchsAdam) {
+  LUONG_REQUIRE_CUDA();
+  torch::manual_seed(3);
+  const auto options = torch::TensorOptions().dtype(torch::kDouble).device(torch::kCUDA);
+  std::vector<torch::Tensor> fused_params, plain_params;
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{7, 5}, {5}, {3, 4, 2}}) {
+    const torch::Tensor start = torch::randn(shape, options);
+    fused_params.push_back(start.clone().requires_grad_());
+    plain_params.push_back(start.clone().requires_grad_());
+  }
+  const auto adam_options = torch::optim::AdamOptions(2e-3).weight_decay(0.01);
+  training::FusedAdam fused(fused_params, adam_options);
+  torch::optim::Adam plain(plain_params, adam_options);
+  for (int step = 0; step < 4; ++step) {
+    const torch::Tensor scale = torch::full({}, 0.25 + 0.2 * step, options);
+    for (std::size_t k = 0; k < fused_params.size(); ++k) {
+      const torch::Tensor g = torch::randn(fused_params[k].sizes(), options);
+      fused_params[k].mutable_grad() = g.clone();
+      plain_params[k].mutable_grad() = g.clone();
+    }
+    ASSERT_TRUE(fused.device_fusable());
+    fused.step_scaled(scale);
+    training::scale_gradients(plain_params, scale);
+    plain.step();
+  }
+  for (std::size_t k = 0; k < fused_params.size(); ++k) {
+    EXPECT_LE(relative_difference(fused_params[k], plain_params[k]), 1e-9) << k;
+    const auto& state = static_cast<torch::optim::AdamParamState&>(
+        *fused.state().at(fused_params[k].unsafeGetTensorImpl()));
+    EXPECT_EQ(state.step(), 4);  // the host's count, which checkpoints save
+  }
+}
+
+std::vector<data::EncodedPair> random_pairs(std::uint64_t seed, int count, int longest) {
+  std::mt19937_64 rng(seed);
+  std::vector<data::EncodedPair> pairs(static_cast<std::size_t>(count));
+  for (auto& p : pairs) {
+    const int source = 1 + static_cast<int>(rng() % longest), target = 1 + static_cast<int>(rng() % longest);
+    for (int i = 0; i < source; ++i) p.source.push_back(4 + static_cast<int64_t>(rng() % 36));
+    p.source.push_back(2);
+    for (int i = 0; i < target; ++i) p.target.push_back(4 + static_cast<int64_t>(rng() % 26));
+  }
+  return pairs;
+}
+
+// Training steps replayed from CUDA graphs against the same steps launched eagerly: 14 batches of
+// three padded shapes (so that the graph path runs eager warm-up steps, captures and replays), a
+// bidirectional 2-layer GRU encoder, both loss averages. The losses of every step and the weights
+// after them agree to float32 rounding (the graphs' padding only adds zeros to sums), and the
+// counts prove the replays ran.
+TEST(CudaGraphTest, StepsMatchEagerStepsAndReplay) {
+  LUONG_REQUIRE_CUDA();
+  const Ieee32Scope ieee32;  // the two paths' recurrences differ in shape, so would TF32's rounding
+  std::vector<std::vector<data::EncodedPair>> pairs;
+  std::vector<std::vector<const data::EncodedPair*>> batches;
+  for (int k = 0; k < 14; ++k) {  // sentences of up to 6, 12 and 20 tokens: lengths padded to 8, 16 and 24
+    pairs.push_back(random_pairs(9 + k, 16, std::vector<int>{6, 12, 20}[k % 3]));
+    batches.emplace_back();
+    for (const auto& pair : pairs.back()) batches.back().push_back(&pair);
+  }
+  for (const models::LossAverage average : {models::LossAverage::kToken, models::LossAverage::kStep}) {
+    std::vector<std::vector<double>> losses(2);
+    std::vector<std::vector<torch::Tensor>> weights(2);
+    const training::CudaGraphCounts before = training::cuda_graph_counts();
+    for (const bool graphs : {false, true}) {
+      torch::manual_seed(23);
+      models::Seq2Seq model(models::Seq2SeqOptions(40, 30).embed_size(12).hidden_size(16).layers(2).bidirectional(true));
+      model->to(torch::kCUDA);
+      training::FusedAdam adam(model->parameters(), torch::optim::AdamOptions(3e-3));
+      training::TrainStepOptions options;
+      options.average = average;
+      options.clip = 0.5;
+      options.cuda_graphs = graphs;
+      training::TrainStep step(*model, adam, options, torch::kCUDA);
+      ASSERT_EQ(step.uses_cuda_graphs(), graphs);
+      for (const auto& rows : batches) losses[graphs].push_back(step.run(rows, false).loss.item<double>());
+      for (const torch::Tensor& p : model->parameters()) weights[graphs].push_back(p.detach().clone());
+    }
+    const training::CudaGraphCounts after = training::cuda_graph_counts();
+    EXPECT_EQ(after.eager - before.eager, 3);
+    EXPECT_GE(after.captured - before.captured, 3);
+    EXPECT_GE(after.replayed - before.replayed, 9);
+    for (std::size_t k = 0; k < losses[0].size(); ++k) {
+      EXPECT_NEAR(losses[1][k], losses[0][k], 1e-4 * std::abs(losses[0][k])) << "step " << k + 1;
+    }
+    for (std::size_t k = 0; k < weights[0].size(); ++k) {
+      EXPECT_LE(relative_difference(weights[1][k], weights[0][k]), 1e-4) << "parameter " << k;
+    }
+  }
+}
+
+// The command line trains with CUDA graphs by default (outside --deterministic) and ends where
+// --no-cuda-graphs does: each epoch's loss within 1% (both runs keep LibTorch's TF32 recurrences,
+// whose rounding differs with the graphs' padded shapes; StepsMatchEagerStepsAndReplay is the exact
+// comparison).
+TEST(CudaGraphTest, TrainingWithGraphsEndsWhereEagerTrainingEnds) {
+  LUONG_REQUIRE_CUDA();
+  const std::string graphs = scratch("graphs"), eager = scratch("no_graphs");
+  const std::string args =
+      "train --data builtin:numbers --train-size 512 --dev-size 64 --test-size 64 --hidden 32 --embed 16 --batch 32 "
+      "--threads 2 --dropout 0 --epochs 2 --device cuda ";
+  ASSERT_EQ(run(args + "--out " + graphs, graphs + ".log"), 0) << test::read_file(graphs + ".log");
+  ASSERT_EQ(run(args + "--no-cuda-graphs --out " + eager, eager + ".log"), 0) << test::read_file(eager + ".log");
+  EXPECT_EQ(test::read_file(graphs + ".log").find("CUDA graphs off"), std::string::npos);
+  const auto a = train_losses(eager), b = train_losses(graphs);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (std::size_t e = 0; e < a.size(); ++e) EXPECT_NEAR(b[e], a[e], 1e-2 * a[e]) << "epoch " << e + 1;
 }
 
 // NCCL with a single rank: the all-reduce is the identity and the scalars come back unchanged.

@@ -552,6 +552,84 @@ TEST(FusedGruSequenceTest, EqualsPackedGru) {
   EXPECT_EQ(outputs[1].narrow(0, 1, 4).abs().max().item<double>(), 0.0);  // zero past the length
 }
 
+// The GPU's recurrence (sequence_padded: per layer and direction over the padded rows, reversed
+// within each row's length backwards, final states gathered at each row's end; an LSTM stepped)
+// against the packed stack, in double on the CPU: outputs, final states and the gradients of the
+// input and every weight, to 1e-12, with extra padding steps that must change nothing.
+TEST(PaddedSequenceTest, EqualsThePackedStackAndItsGradients) {
+  for (const CellKind cell : {CellKind::kGru, CellKind::kLstm}) {
+    for (const int64_t layers : {1, 2, 3}) {
+      for (const bool bidirectional : {false, true}) {
+        const std::string name = std::string(options::enum_name(cell)) + " " + std::to_string(layers) + " layers" +
+                                 (bidirectional ? " bidirectional" : "");
+        torch::manual_seed(31);
+        torch::nn::Module owner;
+        RecurrentLayers rnn = register_recurrent(
+            owner, RecurrentOptions(3, 4).cell(cell).layers(layers).bidirectional(bidirectional));
+        owner.to(torch::kDouble);
+        const torch::Tensor lengths = torch::tensor({5, 1, 3, 2}, torch::kLong);
+        const torch::Tensor x = torch::randn({4, 5, 3}, torch::kDouble);
+        const torch::Tensor extra = torch::randn({4, 3, 3}, torch::kDouble);  // past every row's end
+        const auto outputs_and_gradients = [&](bool padded) {
+          owner.zero_grad();
+          torch::Tensor input = (padded ? torch::cat({x, extra}, 1) : x).clone().requires_grad_();
+          auto [out, state] = padded ? rnn.sequence_padded(input, lengths, /*training=*/true) : rnn.sequence(input, lengths);
+          out = out.narrow(1, 0, 5);
+          torch::Tensor total = (out * torch::linspace(-1, 1, out.numel(), torch::kDouble).view(out.sizes())).sum() +
+                                (state.hidden * state.hidden).sum();
+          if (state.cell.defined()) total = total + state.cell.sin().sum();
+          total.backward();
+          std::vector<torch::Tensor> results = {out, state.hidden, input.grad().narrow(1, 0, 5)};
+          if (state.cell.defined()) results.push_back(state.cell);
+          for (const torch::Tensor& w : rnn.all_weights()) results.push_back(w.grad().clone());
+          if (padded) EXPECT_EQ(input.grad().narrow(1, 5, 3).abs().max().item<double>(), 0.0) << name;
+          return results;
+        };
+        const auto expected = outputs_and_gradients(false), got = outputs_and_gradients(true);
+        ASSERT_EQ(expected.size(), got.size()) << name;
+        for (std::size_t k = 0; k < got.size(); ++k) {
+          EXPECT_LE((got[k] - expected[k]).abs().max().item<double>(), 1e-12) << name << ", result " << k;
+        }
+      }
+    }
+  }
+}
+
+// padded_loss (every position, padding weighted zero; the GPU's and CUDA graphs' loss) equals loss()
+// in double, for both averages, with the batch padded by extra source and target steps: the loss,
+// the summed loss and every parameter's gradient to 1e-12.
+TEST(PaddedLossTest, EqualsTheLossOfTheRealTokensWithExtraPadding) {
+  Case bidirectional{"gru bidirectional 2 layers", ScoreKind::kGeneral, false};
+  bidirectional.layers = 2;
+  bidirectional.bidirectional = true;
+  for (const LossAverage average : {LossAverage::kToken, LossAverage::kStep}) {
+    Seq2Seq model = make_model(bidirectional, torch::kDouble);
+    model->set_fused(false);
+    const Batch b = padded_batch();
+    const auto gradients = [&] {
+      std::vector<torch::Tensor> out;
+      for (const torch::Tensor& p : model->parameters()) out.push_back(p.grad().clone());
+      model->zero_grad();
+      return out;
+    };
+    model->zero_grad();
+    const LossOutput expected = model->loss(b.src, b.lengths, b.dec_in, b.dec_tgt, {average, 0.1});
+    expected.loss.backward();
+    const auto expected_gradients = gradients();
+    const auto pad = [](const torch::Tensor& t, int64_t steps) { return torch::constant_pad_nd(t, {0, steps}, 0); };
+    const LossOutput got =
+        model->padded_loss(pad(b.src, 3), b.lengths, pad(b.dec_in, 4), pad(b.dec_tgt, 4), {average, 0.1});
+    got.loss.backward();
+    const auto got_gradients = gradients();
+    const std::string name(options::enum_name(average));
+    EXPECT_NEAR(got.loss.item<double>(), expected.loss.item<double>(), 1e-12) << name;
+    EXPECT_NEAR(got.sum.item<double>(), expected.sum.item<double>(), 1e-12) << name;
+    for (std::size_t k = 0; k < got_gradients.size(); ++k) {
+      EXPECT_LE((got_gradients[k] - expected_gradients[k]).abs().max().item<double>(), 1e-12) << name << " " << k;
+    }
+  }
+}
+
 // The decoder kernel with dropout masks on h~ and between stacked layers against the same recurrence
 // written with LibTorch's ops and the same masks, in double: values and every input's gradient.
 TEST(FusedLuongDecoderTest, DropoutMasksMatchTheStepLoop) {

@@ -3,6 +3,8 @@
 #include "luong/util/target_clones.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/ops/_fused_adam.h>
+#include <ATen/ops/_foreach_add.h>
 
 #include <cmath>
 #include <cstring>
@@ -118,6 +120,16 @@ bool FusedAdam::fusable_step() const {
 }
 
 torch::Tensor FusedAdam::step(LossClosure closure) {
+  if (device_fusable()) {
+    torch::Tensor loss;
+    if (closure != nullptr) {
+      at::AutoGradMode enable_grad(true);
+      loss = closure();
+    }
+    prepare_device_step();
+    launch_device_step({});
+    return loss;
+  }
   if (!fusable_step()) return torch::optim::Adam::step(std::move(closure));
   torch::Tensor loss;
   if (closure != nullptr) {
@@ -129,6 +141,11 @@ torch::Tensor FusedAdam::step(LossClosure closure) {
 }
 
 void FusedAdam::step_scaled(const torch::Tensor& gradient_scale) {
+  if (device_fusable()) {
+    prepare_device_step();
+    launch_device_step(gradient_scale);
+    return;
+  }
   if (fusable_step()) {
     fused_step(gradient_scale.item<double>());  // a CPU scalar: reading it costs nothing
     return;
@@ -172,6 +189,90 @@ std::optional<double> gradient_squares_sum(const std::vector<torch::Tensor>& par
   return total;
 }
 
+torch::optim::AdamParamState& FusedAdam::state_of(const torch::Tensor& p, bool amsgrad) {
+  auto& states = state();
+  const auto key = state_key(p);
+  auto found = states.find(key);
+  if (found == states.end()) {
+    auto fresh = std::make_unique<torch::optim::AdamParamState>();
+    fresh->step(0);
+    fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    if (amsgrad) fresh->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    found = states.emplace(key, std::move(fresh)).first;
+  }
+  return static_cast<torch::optim::AdamParamState&>(*found->second);
+}
+
+bool FusedAdam::device_fusable() const {
+  bool any = false;
+  for (const auto& group : param_groups()) {
+    for (const torch::Tensor& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      if (!p.is_cuda() || p.layout() != torch::kStrided || p.grad().is_sparse() ||
+          p.grad().scalar_type() != p.scalar_type() || p.grad().device() != p.device()) {
+        return false;
+      }
+      any = true;
+    }
+  }
+  return any;
+}
+
+void FusedAdam::prepare_device_step() {
+  device_groups_.resize(param_groups().size());
+  for (std::size_t g = 0; g < param_groups().size(); ++g) {
+    const auto& group = param_groups()[g];
+    const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());
+    DeviceGroup& device = device_groups_[g];
+    device.params.clear();
+    device.grads.clear();
+    device.exp_avgs.clear();
+    device.exp_avg_sqs.clear();
+    device.max_exp_avg_sqs.clear();
+    device.steps.clear();
+    for (const torch::Tensor& p : group.params()) {
+      if (!p.grad().defined()) continue;
+      torch::optim::AdamParamState& state = state_of(p, options.amsgrad());
+      DeviceCount& count = device.counts[state_key(p)];
+      if (!count.value.defined()) count.value = torch::zeros({}, p.options().dtype(torch::kFloat));
+      if (count.host != state.step()) count.value.fill_(static_cast<double>(state.step()));  // a loaded state
+      state.step(state.step() + 1);
+      count.host = state.step();  // the device's count gets there in launch_device_step
+      device.params.push_back(p);
+      device.grads.push_back(p.grad());
+      device.exp_avgs.push_back(state.exp_avg());
+      device.exp_avg_sqs.push_back(state.exp_avg_sq());
+      if (options.amsgrad()) device.max_exp_avg_sqs.push_back(state.max_exp_avg_sq());
+      device.steps.push_back(count.value);
+    }
+    if (!device.params.empty()) {
+      if (!device.learning_rate.defined()) {
+        device.learning_rate = torch::empty({}, device.params[0].options().dtype(torch::kFloat));
+      }
+      device.learning_rate.fill_(options.lr());
+    }
+  }
+}
+
+void FusedAdam::launch_device_step(const torch::Tensor& gradient_scale) {
+  RECORD_FUNCTION("luong::FusedAdam::launch_device_step", std::vector<c10::IValue>());
+  torch::NoGradGuard no_grad;
+  std::optional<torch::Tensor> divisor;  // _fused_adam_ divides each gradient by it
+  for (std::size_t g = 0; g < device_groups_.size(); ++g) {
+    DeviceGroup& device = device_groups_[g];
+    if (device.params.empty()) continue;
+    if (gradient_scale.defined() && !divisor) {
+      divisor = torch::reciprocal(gradient_scale.to(device.params[0].device(), torch::kFloat));
+    }
+    const auto& options = static_cast<const torch::optim::AdamOptions&>(param_groups()[g].options());
+    torch::_foreach_add_(device.steps, 1.0);
+    at::_fused_adam_(device.params, device.grads, device.exp_avgs, device.exp_avg_sqs, device.max_exp_avg_sqs,
+                     device.steps, device.learning_rate, std::get<0>(options.betas()), std::get<1>(options.betas()),
+                     options.weight_decay(), options.eps(), options.amsgrad(), /*maximize=*/false, divisor);
+  }
+}
+
 void FusedAdam::fused_step(double gradient_scale) {
   RECORD_FUNCTION("luong::FusedAdam::fused_step", std::vector<c10::IValue>());
   torch::NoGradGuard no_grad;
@@ -179,18 +280,7 @@ void FusedAdam::fused_step(double gradient_scale) {
     const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());
     for (const torch::Tensor& p : group.params()) {
       if (!p.grad().defined()) continue;
-      auto& states = state();
-      const auto key = state_key(p);
-      auto found = states.find(key);
-      if (found == states.end()) {
-        auto fresh = std::make_unique<torch::optim::AdamParamState>();
-        fresh->step(0);
-        fresh->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        fresh->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        if (options.amsgrad()) fresh->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        found = states.emplace(key, std::move(fresh)).first;
-      }
-      auto& state = static_cast<torch::optim::AdamParamState&>(*found->second);
+      torch::optim::AdamParamState& state = state_of(p, options.amsgrad());
       state.exp_avg(state.exp_avg().contiguous());  // no-ops for the states this class creates
       state.exp_avg_sq(state.exp_avg_sq().contiguous());
       if (options.amsgrad()) state.max_exp_avg_sq(state.max_exp_avg_sq().contiguous());

@@ -1,6 +1,8 @@
 #include "luong/training/train_step.h"
 
 #include <cmath>
+#include <cstdio>
+#include <string>
 
 #include "luong/data_pipeline/batching.h"
 #include "luong/training/fused_adam.h"
@@ -22,11 +24,12 @@ GradientClip gradient_clip(const std::vector<torch::Tensor>& parameters, double 
     const torch::Tensor total = torch::tensor(std::sqrt(*squares), torch::dtype(dtype));
     return {total, torch::clamp(max_norm / (total + 1e-6), std::nullopt, 1.0)};
   }
-  std::vector<torch::Tensor> norms;
+  std::vector<torch::Tensor> gradients;
   for (const torch::Tensor& p : parameters) {
-    if (p.grad().defined()) norms.push_back(p.grad().norm(2));
+    if (p.grad().defined()) gradients.push_back(p.grad());
   }
-  if (norms.empty()) return {torch::zeros({}), torch::ones({})};
+  if (gradients.empty()) return {torch::zeros({}), torch::ones({})};
+  const std::vector<torch::Tensor> norms = torch::_foreach_norm(gradients, 2);  // one launch on a GPU
   const torch::Tensor total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
   return {total, torch::clamp(max_norm / (total + 1e-6), std::nullopt, 1.0)};
 }
@@ -61,9 +64,30 @@ TrainStep::TrainStep(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimi
       fused_adam_(dynamic_cast<FusedAdam*>(&optimizer)),
       options_(options),
       device_(device),
-      parallel_(parallel) {}
+      parallel_(parallel) {
+  if (!options.cuda_graphs || !device.is_cuda()) return;
+  std::string why_not = CudaGraphSteps::unavailable(device, optimizer);
+  if (why_not.empty() && parallel != nullptr) why_not = "data-parallel training all-reduces between its steps";
+  if (why_not.empty() && options.accumulate > 1) why_not = "--accumulate splits an update over several batches";
+  if (!why_not.empty()) {
+    std::fprintf(stderr, "luong: CUDA graphs off: %s\n", why_not.c_str());
+    return;
+  }
+  graphs_ = std::make_unique<CudaGraphSteps>(
+      model, *fused_adam_,
+      CudaGraphStepOptions{options.average, options.label_smoothing, options.clip, options.precision,
+                           options.cuda_graph_padding},
+      device);
+}
 
 TrainStep::Result TrainStep::run(const std::vector<const data::EncodedPair*>& rows, bool interrupt, bool last) {
+  if (graphs_ != nullptr) {
+    Result result;
+    result.loss = graphs_->run(rows);
+    result.applied = true;
+    result.interrupted = interrupt;
+    return result;
+  }
   if (gathered_ == 0) optimizer_.zero_grad();
   Result result = parallel_ == nullptr ? run_alone(rows, interrupt) : run_shard(rows, interrupt);
   if (!result.finite) return result;

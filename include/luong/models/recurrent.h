@@ -49,6 +49,16 @@ struct RecurrentLayers {
   /// The whole stack over a packed batch: x [B, S, I], lengths [B] on the CPU -> outputs
   /// [B, S, H * directions] (zero on padding) and the final state [layers * directions, B, H].
   std::pair<torch::Tensor, RecurrentState> sequence(const torch::Tensor& x, const torch::Tensor& lengths);
+
+  /// What sequence() computes, with `lengths` on x's device and every shape fixed by x's: nothing
+  /// is read back to the host, so a CUDA graph can hold it. Layer by layer and direction by
+  /// direction: a GRU direction is one call of LibTorch's gru (cuDNN) over the padded rows, the
+  /// backward one over each row reversed within its length, and the final states gathered at each
+  /// row's end; an LSTM, whose final cell no whole-sequence call returns, steps its cells with
+  /// the state held past each row's end. Dropout between layers when `training` (other draws than
+  /// nn.GRU's).
+  std::pair<torch::Tensor, RecurrentState> sequence_padded(const torch::Tensor& x, const torch::Tensor& lengths,
+                                                           bool training) const;
 };
 
 /// Registers the stack on `owner` under "gru" or "lstm" (batch_first) and returns it.
@@ -56,6 +66,12 @@ RecurrentLayers register_recurrent(torch::nn::Module& owner, const RecurrentOpti
 
 /// `x` with dropout p when training; x itself (no copy, no draw) when p is 0 or not training.
 torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training);
+
+/// embedding(ids), the padding row's gradient zero as nn.Embedding's padding_idx makes it. On a
+/// GPU, outside deterministic mode, a row gather whose backward is index_add_: LibTorch's CUDA
+/// embedding backward sorts the ids past 3,072 of them and reads a count back to the host, a wait
+/// at every step and an error inside a CUDA graph.
+torch::Tensor embedding_lookup(const torch::nn::Embedding& embedding, const torch::Tensor& ids);
 
 }  // namespace luong::models
 

@@ -89,6 +89,13 @@ class Seq2SeqImpl : public torch::nn::Module {
   /// rank normalise its rows by the counts of the whole global batch.
   LossOutput weighted_loss(const data::Batch& batch, const torch::Tensor& step_weights, double label_smoothing = 0);
 
+  /// loss()'s `loss` and `sum` computed over every position of dec_tgt, padding weighted zero: its
+  /// shapes are the tensors' shapes alone (no index of the real tokens, nothing read back), so that
+  /// a CUDA graph can hold it, and padding rows or steps beyond the batch's own change nothing.
+  /// `tokens` is left 0 (counting them is the host's business). src_lengths on src's device.
+  LossOutput padded_loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
+                         const torch::Tensor& dec_tgt, const LossOptions& options = {});
+
   /// Switches every module's fused kernels on or off (Seq2SeqOptions::fused).
   void set_fused(bool fused);
   /// Redraws every parameter from U(-range, range) (OpenNMT-py's param_init), from LibTorch's global

@@ -123,6 +123,12 @@ enum class Schedule { kConstant, kHalveAfter, kInverseSqrt, kPlateau };
     ::luong::options::closed(1, 1e9), kFixed)                                                                      \
   X(std::int64_t, plateau_patience, 1, "plateau-patience", "training",                                              \
     "plateau: epochs without a better dev loss before the rate halves", ::luong::options::closed(1, 1e6), kFixed)  \
+  X(bool, cuda_graphs, true, "!no-cuda-graphs", "training",                                                         \
+    "on a GPU, LibTorch's eager launches instead of one CUDA graph a step (per padded batch shape)",                \
+    ::luong::options::kAnyValue, kMayChange)                                                                       \
+  X(std::int64_t, cuda_graph_padding, 8, "cuda-graph-padding", "training",                                          \
+    "CUDA graphs: source and target lengths padded up to a multiple of this (fewer graphs, more padding)",         \
+    ::luong::options::closed(1, 1024), kMayChange)                                                                 \
   X(double, clip, 1.0, "clip", "training", "gradient-norm clipping (0 = off)", ::luong::options::closed(0, 1e6),   \
     kMayChange)                                                                                                    \
   X(double, label_smoothing, 0.0, "label-smoothing", "training",                                                    \

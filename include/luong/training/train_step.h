@@ -4,11 +4,13 @@
 // clipped without reading it back (clip_gradient_norm).
 #include <torch/torch.h>
 
+#include <memory>
 #include <vector>
 
 #include "luong/data_pipeline/dataset.h"
 #include "luong/models/precision.h"
 #include "luong/models/seq2seq.h"
+#include "luong/training/cuda_graph_step.h"
 #include "luong/training/data_parallel.h"
 #include "luong/training/fused_adam.h"
 
@@ -32,6 +34,10 @@ struct TrainStepOptions {
   double clip = 1.0;           ///< 0 = no clipping
   std::int64_t accumulate = 1;  ///< batches per update (single process only)
   models::Precision precision = models::Precision::kFloat32;  ///< of the forward's products (backward follows)
+  /// On a GPU, whole steps as CUDA graphs (cuda_graph_step.h) where they can run: one process,
+  /// no accumulation, Adam, no deterministic algorithms.
+  bool cuda_graphs = true;
+  std::int64_t cuda_graph_padding = 8;  ///< lengths rounded up to a multiple of this for the graphs
 };
 
 class TrainStep {
@@ -50,6 +56,9 @@ class TrainStep {
   /// says so. `interrupt` is this process's request to stop, agreed across ranks.
   Result run(const std::vector<const data::EncodedPair*>& rows, bool interrupt, bool last = false);
 
+  /// Whether steps run as CUDA graphs.
+  bool uses_cuda_graphs() const { return graphs_ != nullptr; }
+
  private:
   Result run_alone(const std::vector<const data::EncodedPair*>& rows, bool interrupt);
   Result run_shard(const std::vector<const data::EncodedPair*>& rows, bool interrupt);
@@ -65,6 +74,7 @@ class TrainStep {
   static constexpr std::int64_t kInterruptVoteInterval = 32;
   std::int64_t steps_ = 0;
   std::int64_t gathered_ = 0;  ///< batches whose gradients wait for the next update
+  std::unique_ptr<CudaGraphSteps> graphs_;
 };
 
 /// Per-step weights that turn summed cross-entropy into `average` over `rows` (the whole global
