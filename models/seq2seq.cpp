@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "luong/models/gather_rows.h"
 #include "luong/util/error.h"
 
 namespace luong::models {
@@ -61,7 +62,7 @@ Seq2SeqImpl::TokenLosses Seq2SeqImpl::token_losses(const torch::Tensor& src, con
                                                    const torch::Tensor& rows, double label_smoothing) {
   const EncodedSource encoded = encode(src, src_lengths);
   const torch::Tensor features = decoder->teacher_forced(dec_in, encoded.state, encoded.memory, false).features;
-  const torch::Tensor selected = features.reshape({-1, features.size(-1)}).index_select(0, rows);  // [N, H]
+  const torch::Tensor selected = gather_rows(features.reshape({-1, features.size(-1)}), rows);  // [N, H]
   const torch::Tensor targets = dec_tgt.reshape({-1}).index_select(0, rows);                       // [N]
   return {decoder->token_losses(selected, targets, label_smoothing), rows};
 }

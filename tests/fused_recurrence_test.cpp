@@ -12,6 +12,7 @@
 #include "gradient_check.h"
 #include "product_operations.h"
 #include "luong/models/fused_recurrence.h"
+#include "luong/models/gather_rows.h"
 #include "luong/models/global_attention.h"
 #include "luong/models/luong_decoder.h"
 #include "luong/models/matrix_products.h"
@@ -550,6 +551,28 @@ TEST(FusedGruSequenceTest, EqualsPackedGru) {
   EXPECT_LE((outputs - expected).abs().max().item<double>(), 1e-15);
   EXPECT_LE((last - hidden[0]).abs().max().item<double>(), 1e-15);
   EXPECT_EQ(outputs[1].narrow(0, 1, 4).abs().max().item<double>(), 0.0);  // zero past the length
+}
+
+// gather_rows (the CPU's embedding lookups and the loss's real-token rows) against LibTorch's
+// embedding and index_select in double: the rows and the table's gradient exactly, with repeated
+// rows and a skipped (padding) row, and its own autograd node in the graph.
+TEST(GatherRowsTest, EqualsLibTorchsEmbeddingAndIndexSelect) {
+  torch::manual_seed(8);
+  const torch::Tensor table = torch::randn({7, 5}, torch::kDouble);
+  const torch::Tensor rows = torch::tensor({3, 0, 3, 6, 0, 1, 3}, torch::kLong);
+  const torch::Tensor upstream = torch::randn({7, 5}, torch::kDouble);
+  for (const std::optional<int64_t> skip : {std::optional<int64_t>(), std::optional<int64_t>(0)}) {
+    torch::Tensor mine = table.clone().requires_grad_(), theirs = table.clone().requires_grad_();
+    const torch::Tensor got = gather_rows(mine, rows, skip);
+    EXPECT_TRUE(has_node(graph_nodes(got), "GatherRowsFunction"));
+    const torch::Tensor expected = skip ? torch::embedding(theirs, rows, *skip) : theirs.index_select(0, rows);
+    EXPECT_TRUE(torch::equal(got, expected));
+    (got * upstream).sum().backward();
+    (expected * upstream).sum().backward();
+    EXPECT_TRUE(torch::equal(mine.grad(), theirs.grad())) << (skip ? "with" : "without") << " a skipped row";
+    if (skip) EXPECT_EQ(mine.grad()[0].abs().max().item<double>(), 0.0);
+  }
+  EXPECT_THROW(gather_rows(table, torch::tensor({7}, torch::kLong)), c10::Error);
 }
 
 // The GPU's recurrence (sequence_padded: per layer and direction over the padded rows, reversed
