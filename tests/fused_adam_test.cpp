@@ -91,6 +91,44 @@ INSTANTIATE_TEST_SUITE_P(Options, FusedAdamTest,
 // gradient_clip's one pass over the gradients against LibTorch's clip_grad_norm_ (float and double,
 // a gradient longer than one chunk, an undefined gradient), the same bits on 1 and 3 threads; a
 // non-contiguous gradient leaves the pass (nullopt) and gradient_clip takes LibTorch's norms.
+// The device step's two halves (what CUDA graphs replay) run on the CPU too (LibTorch's _fused_adam_
+// has a CPU kernel): against LibTorch's Adam on gradients scaled first, in double (1e-9: the learning
+// rate and the divisor are float32), and a step prepared, then cancelled (a capture that failed),
+// leaves the host's and the device's counts as if it had never been prepared.
+TEST(FusedAdamDeviceStepTest, HalvesMatchAdamAndACancelledStepLeavesNoTrace) {
+  torch::manual_seed(4);
+  std::vector<torch::Tensor> mine, theirs;
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{6, 3}, {4}}) {
+    const torch::Tensor start = torch::randn(shape, torch::kDouble);
+    mine.push_back(start.clone().requires_grad_());
+    theirs.push_back(start.clone().requires_grad_());
+  }
+  const auto options = torch::optim::AdamOptions(3e-3).weight_decay(0.02);
+  training::FusedAdam fused(mine, options);
+  torch::optim::Adam plain(theirs, options);
+  for (int step = 0; step < 3; ++step) {
+    const torch::Tensor scale = torch::full({}, 0.5 + 0.1 * step, torch::kDouble);
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+      const torch::Tensor g = torch::randn(mine[k].sizes(), torch::kDouble);
+      mine[k].mutable_grad() = g.clone();
+      theirs[k].mutable_grad() = g.clone();
+    }
+    if (step == 1) {
+      fused.prepare_device_step();
+      fused.cancel_device_step();
+    }
+    fused.prepare_device_step();
+    fused.launch_device_step(scale);
+    training::scale_gradients(theirs, scale);
+    plain.step();
+  }
+  for (std::size_t k = 0; k < mine.size(); ++k) {
+    EXPECT_LE((mine[k] - theirs[k]).abs().max().item<double>(), 1e-9 * theirs[k].abs().max().item<double>()) << k;
+    const auto& state = static_cast<torch::optim::AdamParamState&>(*fused.state().at(mine[k].unsafeGetTensorImpl()));
+    EXPECT_EQ(state.step(), 3);
+  }
+}
+
 TEST(GradientNormTest, OnePassEqualsClipGradNorm) {
   for (const torch::ScalarType dtype : {torch::kFloat, torch::kDouble}) {
     torch::manual_seed(12);

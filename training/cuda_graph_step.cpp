@@ -48,7 +48,6 @@ CudaGraphSteps::CudaGraphSteps(models::Seq2SeqImpl&, FusedAdam&, const CudaGraph
 }
 CudaGraphSteps::~CudaGraphSteps() = default;
 torch::Tensor CudaGraphSteps::run(const std::vector<const data::EncodedPair*>&) { return {}; }
-std::size_t CudaGraphSteps::graphs() const { return 0; }
 
 #else
 
@@ -222,6 +221,7 @@ struct CudaGraphSteps::State {
         std::fprintf(stderr, "luong: warning: CUDA graph capture failed, training goes on without graphs: %s\n",
                      first_line(e.what()).c_str());
         capture_failed = true;
+        optimizer.cancel_device_step();  // the capture's step never ran
         return eager(batch);
       }
     } else {
@@ -257,8 +257,6 @@ torch::Tensor CudaGraphSteps::run(const std::vector<const data::EncodedPair*>& r
   done.block(caller);
   return loss;
 }
-
-std::size_t CudaGraphSteps::graphs() const { return state_->graphs.size(); }
 
 #endif
 

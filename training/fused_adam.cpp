@@ -255,6 +255,18 @@ void FusedAdam::prepare_device_step() {
   }
 }
 
+void FusedAdam::cancel_device_step() {
+  for (DeviceGroup& device : device_groups_) {
+    for (const torch::Tensor& p : device.params) {
+      // The host's count goes back; the device's then differs from it, and the next
+      // prepare_device_step writes it anew.
+      auto& counted = static_cast<torch::optim::AdamParamState&>(*state().at(state_key(p)));
+      counted.step(counted.step() - 1);
+    }
+    device.params.clear();
+  }
+}
+
 void FusedAdam::launch_device_step(const torch::Tensor& gradient_scale) {
   RECORD_FUNCTION("luong::FusedAdam::launch_device_step", std::vector<c10::IValue>());
   torch::NoGradGuard no_grad;

@@ -56,9 +56,6 @@ class CudaGraphSteps {
   /// a float64 scalar on the device that later steps leave alone. Nothing waits for the device.
   torch::Tensor run(const std::vector<const data::EncodedPair*>& rows);
 
-  /// The graphs held (one per padded batch shape).
-  std::size_t graphs() const;
-
  private:
   struct State;
   std::unique_ptr<State> state_;

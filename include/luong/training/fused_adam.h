@@ -54,6 +54,9 @@ class FusedAdam : public torch::optim::Adam {
   /// Adam over each group's parameters, each gradient multiplied by `gradient_scale` (a scalar
   /// on the device, or undefined for none) first.
   void launch_device_step(const torch::Tensor& gradient_scale);
+  /// Takes back the step prepare_device_step() counted when its device half never ran (a CUDA
+  /// graph's capture that failed): the host's counts go back, and the device's are written anew.
+  void cancel_device_step();
 
  private:
   bool fusable_step() const;
