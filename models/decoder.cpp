@@ -120,7 +120,7 @@ DecoderState DecoderImpl::initial_state(const RecurrentState& encoder_state) { r
 DecoderStep DecoderImpl::step(const torch::Tensor& previous_word, const DecoderState& state,
                               const AttentionMemory& memory, int64_t t) {
   const double p = options.dropout();
-  const torch::Tensor embedded = maybe_dropout(embedding_lookup(embedding, previous_word), p, is_training());           // [B, E]
+  const torch::Tensor embedded = maybe_dropout(embedding_lookup(embedding, previous_word), p, is_training());  // [B, E]
   const AttentionOutput attended = attention_->forward(memory, state.recurrent.hidden[-1], t);        // query h_{t-1}
   const torch::Tensor input = torch::cat({embedded, attended.context}, 1);                            // [B, E + H]
   RecurrentState next = recurrent.step(input, state.recurrent, is_training());

@@ -1,7 +1,7 @@
 #pragma once
-// The notebook's Encoder: embedding (padding_idx 0) + a GRU or LSTM stack over packed
-// variable-length batches, optionally bidirectional, with the paper's dropout on the embeddings and
-// between and after the layers.
+// The notebook's Encoder: embedding (padding_idx 0) + a GRU or LSTM stack over variable-length
+// batches (packed; on a GPU padded, each row's end respected), optionally bidirectional, with the
+// paper's dropout on the embeddings and between and after the layers.
 #include <torch/torch.h>
 
 #include "luong/models/recurrent.h"
@@ -22,7 +22,8 @@ struct EncoderOptions {
   /// A bidirectional stack; `bridge` maps [forward; backward] (2H) back to H for outputs and state.
   TORCH_ARG(bool, bidirectional) = false;
   /// On the CPU, run every layer and direction through the hand-differentiated kernel of
-  /// fused_recurrence.h (GRU or LSTM); on CUDA, LibTorch's module (cuDNN).
+  /// fused_recurrence.h (GRU or LSTM); on CUDA, cuDNN per layer and direction over the padded rows
+  /// (RecurrentLayers::sequence_padded).
   TORCH_ARG(bool, fused) = true;
 };
 
