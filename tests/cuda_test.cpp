@@ -242,43 +242,6 @@ TEST(CudaTrainingTest, CheckpointsCrossDevices) {
   }
 }
 
-// FusedAdam's CUDA step (LibTorch's multi-tensor _fused_adam_, the step counts and learning rate
-// on the device, clipping's coefficient as a divisor) against LibTorch's Adam on the same gradients
-// scaled first, in double: 1e-9 of the parameters, since the device holds the learning rate and the
-// divisor in float32 (_fused_adam_'s types), 6e-8 off the double values.
-TEST(CudaFusedAdamTest, DeviceStepMatchesLibTorchsAdam) {
-  LUONG_REQUIRE_CUDA();
-  torch::manual_seed(3);
-  const auto options = torch::TensorOptions().dtype(torch::kDouble).device(torch::kCUDA);
-  std::vector<torch::Tensor> fused_params, plain_params;
-  for (const auto& shape : std::vector<std::vector<int64_t>>{{7, 5}, {5}, {3, 4, 2}}) {
-    const torch::Tensor start = torch::randn(shape, options);
-    fused_params.push_back(start.clone().requires_grad_());
-    plain_params.push_back(start.clone().requires_grad_());
-  }
-  const auto adam_options = torch::optim::AdamOptions(2e-3).weight_decay(0.01);
-  training::FusedAdam fused(fused_params, adam_options);
-  torch::optim::Adam plain(plain_params, adam_options);
-  for (int step = 0; step < 4; ++step) {
-    const torch::Tensor scale = torch::full({}, 0.25 + 0.2 * step, options);
-    for (std::size_t k = 0; k < fused_params.size(); ++k) {
-      const torch::Tensor g = torch::randn(fused_params[k].sizes(), options);
-      fused_params[k].mutable_grad() = g.clone();
-      plain_params[k].mutable_grad() = g.clone();
-    }
-    ASSERT_TRUE(fused.device_fusable());
-    fused.step_scaled(scale);
-    training::scale_gradients(plain_params, scale);
-    plain.step();
-  }
-  for (std::size_t k = 0; k < fused_params.size(); ++k) {
-    EXPECT_LE(relative_difference(fused_params[k], plain_params[k]), 1e-9) << k;
-    const auto& state = static_cast<torch::optim::AdamParamState&>(
-        *fused.state().at(fused_params[k].unsafeGetTensorImpl()));
-    EXPECT_EQ(state.step(), 4);  // the host's count, which checkpoints save
-  }
-}
-
 std::vector<data::EncodedPair> random_pairs(std::uint64_t seed, int count, int longest) {
   std::mt19937_64 rng(seed);
   std::vector<data::EncodedPair> pairs(static_cast<std::size_t>(count));

@@ -88,28 +88,29 @@ INSTANTIATE_TEST_SUITE_P(Options, FusedAdamTest,
                                                 torch::optim::AdamOptions(3e-3).amsgrad(true).weight_decay(0.01).eps(1e-6)}),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
-// gradient_clip's one pass over the gradients against LibTorch's clip_grad_norm_ (float and double,
-// a gradient longer than one chunk, an undefined gradient), the same bits on 1 and 3 threads; a
-// non-contiguous gradient leaves the pass (nullopt) and gradient_clip takes LibTorch's norms.
-// The device step's two halves (what CUDA graphs replay) run on the CPU too (LibTorch's _fused_adam_
-// has a CPU kernel): against LibTorch's Adam on gradients scaled first, in double (1e-9: the learning
-// rate and the divisor are float32), and a step prepared, then cancelled (a capture that failed),
-// leaves the host's and the device's counts as if it had never been prepared.
-TEST(FusedAdamDeviceStepTest, HalvesMatchAdamAndACancelledStepLeavesNoTrace) {
+// FusedAdam's device step (LibTorch's multi-tensor _fused_adam_, the step counts and learning rate
+// in tensors, clipping's coefficient as a divisor: what CUDA graphs replay) against LibTorch's Adam
+// on gradients scaled first, in double: 1e-9 of the parameters, since _fused_adam_ holds the
+// learning rate and the divisor in float32, 6e-8 off the double values. A step prepared, then
+// cancelled (a capture that failed) leaves the host's and the device's counts as if it had never
+// been prepared. On a GPU through step_scaled, as training takes it; on the CPU (LibTorch's
+// _fused_adam_ has a CPU kernel) through the two halves.
+void device_step_matches_adam(const torch::Device& device) {
   torch::manual_seed(4);
+  const auto tensors = torch::TensorOptions().dtype(torch::kDouble).device(device);
   std::vector<torch::Tensor> mine, theirs;
-  for (const auto& shape : std::vector<std::vector<int64_t>>{{6, 3}, {4}}) {
-    const torch::Tensor start = torch::randn(shape, torch::kDouble);
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{7, 5}, {5}, {3, 4, 2}}) {
+    const torch::Tensor start = torch::randn(shape, tensors);
     mine.push_back(start.clone().requires_grad_());
     theirs.push_back(start.clone().requires_grad_());
   }
   const auto options = torch::optim::AdamOptions(3e-3).weight_decay(0.02);
   training::FusedAdam fused(mine, options);
   torch::optim::Adam plain(theirs, options);
-  for (int step = 0; step < 3; ++step) {
-    const torch::Tensor scale = torch::full({}, 0.5 + 0.1 * step, torch::kDouble);
+  for (int step = 0; step < 4; ++step) {
+    const torch::Tensor scale = torch::full({}, 0.25 + 0.2 * step, tensors);
     for (std::size_t k = 0; k < mine.size(); ++k) {
-      const torch::Tensor g = torch::randn(mine[k].sizes(), torch::kDouble);
+      const torch::Tensor g = torch::randn(mine[k].sizes(), tensors);
       mine[k].mutable_grad() = g.clone();
       theirs[k].mutable_grad() = g.clone();
     }
@@ -117,18 +118,33 @@ TEST(FusedAdamDeviceStepTest, HalvesMatchAdamAndACancelledStepLeavesNoTrace) {
       fused.prepare_device_step();
       fused.cancel_device_step();
     }
-    fused.prepare_device_step();
-    fused.launch_device_step(scale);
+    if (device.is_cuda()) {
+      ASSERT_TRUE(fused.device_fusable());
+      fused.step_scaled(scale);
+    } else {
+      fused.prepare_device_step();
+      fused.launch_device_step(scale);
+    }
     training::scale_gradients(theirs, scale);
     plain.step();
   }
   for (std::size_t k = 0; k < mine.size(); ++k) {
     EXPECT_LE((mine[k] - theirs[k]).abs().max().item<double>(), 1e-9 * theirs[k].abs().max().item<double>()) << k;
     const auto& state = static_cast<torch::optim::AdamParamState&>(*fused.state().at(mine[k].unsafeGetTensorImpl()));
-    EXPECT_EQ(state.step(), 3);
+    EXPECT_EQ(state.step(), 4);  // the host's count, which checkpoints save
   }
 }
 
+TEST(FusedAdamDeviceStepTest, HalvesMatchAdamAndACancelledStepLeavesNoTrace) { device_step_matches_adam(torch::kCPU); }
+
+TEST(CudaFusedAdamTest, DeviceStepMatchesLibTorchsAdam) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device is visible";
+  device_step_matches_adam(torch::kCUDA);
+}
+
+// gradient_clip's one pass over the gradients against LibTorch's clip_grad_norm_ (float and double,
+// a gradient longer than one chunk, an undefined gradient), the same bits on 1 and 3 threads; a
+// non-contiguous gradient leaves the pass (nullopt) and gradient_clip takes LibTorch's norms.
 TEST(GradientNormTest, OnePassEqualsClipGradNorm) {
   for (const torch::ScalarType dtype : {torch::kFloat, torch::kDouble}) {
     torch::manual_seed(12);
