@@ -60,8 +60,13 @@ torch::Tensor gather_rows(const torch::Tensor& table, const torch::Tensor& rows,
                     (table.scalar_type() == torch::kFloat || table.scalar_type() == torch::kDouble) &&
                     rows.dim() == 1 && rows.scalar_type() == torch::kLong;
   if (fast) return GatherRowsFunction::apply(table, rows, skip.value_or(-1));
-  if (skip) return torch::embedding(table, rows, *skip);
-  return table.index_select(0, rows);
+  if (!skip) return table.index_select(0, rows);
+  // LibTorch's CUDA embedding backward sorts the rows past 3,072 of them and reads a count back to
+  // the host: a wait at every step, and an error inside a CUDA graph. index_select's backward is
+  // index_add_, which reads nothing back; the mask keeps the skipped row's gradient zero. Only the
+  // embedding is deterministic.
+  if (!table.is_cuda() || at::globalContext().deterministicAlgorithms()) return torch::embedding(table, rows, *skip);
+  return table.index_select(0, rows) * rows.ne(*skip).unsqueeze(-1).to(table.scalar_type());
 }
 
 }  // namespace luong::models

@@ -13,20 +13,9 @@ torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
 }
 
 torch::Tensor embedding_lookup(const torch::nn::Embedding& embedding, const torch::Tensor& ids) {
-  const std::optional<int64_t> padding = embedding->options.padding_idx();
-  const auto with_ids_shape = [&](const torch::Tensor& rows) {
-    std::vector<int64_t> shape(ids.sizes().begin(), ids.sizes().end());
-    shape.push_back(embedding->weight.size(1));
-    return rows.view(shape);
-  };
-  if (ids.is_cpu()) return with_ids_shape(gather_rows(embedding->weight, ids.reshape({-1}), padding));
-  if (at::globalContext().deterministicAlgorithms()) {
-    return torch::embedding(embedding->weight, ids, padding.value_or(-1), embedding->options.scale_grad_by_freq(),
-                            embedding->options.sparse());
-  }
-  const torch::Tensor rows = with_ids_shape(embedding->weight.index_select(0, ids.reshape({-1})));
-  if (!padding) return rows;
-  return rows * ids.ne(*padding).unsqueeze(-1).to(rows.scalar_type());  // no gradient reaches the padding row
+  std::vector<int64_t> shape(ids.sizes().begin(), ids.sizes().end());
+  shape.push_back(embedding->weight.size(1));
+  return gather_rows(embedding->weight, ids.reshape({-1}), embedding->options.padding_idx()).view(shape);
 }
 
 std::vector<torch::Tensor> RecurrentLayers::all_weights() const {

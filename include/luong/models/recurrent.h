@@ -67,11 +67,8 @@ RecurrentLayers register_recurrent(torch::nn::Module& owner, const RecurrentOpti
 /// `x` with dropout p when training; x itself (no copy, no draw) when p is 0 or not training.
 torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training);
 
-/// embedding(ids), the padding row's gradient zero as nn.Embedding's padding_idx makes it. On the
-/// CPU, gather_rows (a serial backward; LibTorch's took 0.48 ms a call at the notebook's sizes). On
-/// a GPU, outside deterministic mode, a row gather whose backward is index_add_: LibTorch's CUDA
-/// embedding backward sorts the ids past 3,072 of them and reads a count back to the host, a wait
-/// at every step and an error inside a CUDA graph.
+/// embedding(ids) through gather_rows, the padding row's gradient zero as nn.Embedding's
+/// padding_idx makes it.
 torch::Tensor embedding_lookup(const torch::nn::Embedding& embedding, const torch::Tensor& ids);
 
 }  // namespace luong::models
