@@ -59,15 +59,6 @@ LUONG_ADAM_CLONES void adam_range_double(double* param, const double* grad, doub
   adam_range(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, begin, end, c);
 }
 
-void adam_range_dispatch(float* p, const float* g, float* m, float* v, float* mx, int64_t b, int64_t e,
-                         const Coefficients& c) {
-  adam_range_float(p, g, m, v, mx, b, e, c);
-}
-void adam_range_dispatch(double* p, const double* g, double* m, double* v, double* mx, int64_t b, int64_t e,
-                         const Coefficients& c) {
-  adam_range_double(p, g, m, v, mx, b, e, c);
-}
-
 // The sum of x[i]^2 in double: 32 values a turn into four sums of 8 lanes, each a vector load (and,
 // for float, one conversion), so that neither the loads nor the additions' latency bound the pass
 // (one sum with element-wise loads gathered the lanes one by one: 7.3 ms a step at hidden 512, 17
@@ -285,9 +276,30 @@ void FusedAdam::launch_device_step(const torch::Tensor& gradient_scale) {
   }
 }
 
+namespace {
+
+// A parameter's slice of Adam's pass: all parameters' slices go to LibTorch's threads in one
+// parallel region, where a region per parameter left the small parameters (most of the notebook's)
+// on one thread and paid a region's start per parameter.
+struct AdamRange {
+  void* param;
+  const void* grad;
+  void* exp_avg;
+  void* exp_avg_sq;
+  void* max_exp_avg_sq;  // null without amsgrad
+  bool is_float;
+  std::size_t coefficients;  // the parameter's, in fused_step's list
+  int64_t begin, end;
+};
+
+}  // namespace
+
 void FusedAdam::fused_step(double gradient_scale) {
   RECORD_FUNCTION("luong::FusedAdam::fused_step", std::vector<c10::IValue>());
   torch::NoGradGuard no_grad;
+  constexpr int64_t kRange = 1 << 14;
+  std::vector<Coefficients> coefficients;
+  std::vector<AdamRange> ranges;
   for (auto& group : param_groups()) {
     const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());
     for (const torch::Tensor& p : group.params()) {
@@ -300,22 +312,31 @@ void FusedAdam::fused_step(double gradient_scale) {
       const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
       const double correction1 = 1 - std::pow(beta1, state.step());
       const double correction2 = 1 - std::pow(beta2, state.step());
-      const Coefficients c{gradient_scale, beta1, beta2, options.eps(), options.weight_decay(), options.lr() / correction1,
-                           std::sqrt(correction2), options.amsgrad()};
-      torch::Tensor param = p;  // shares storage; the update is in place
-      const torch::Tensor grad = p.grad();
-      AT_DISPATCH_FLOATING_TYPES(p.scalar_type(), "fused_adam", [&] {
-        scalar_t* max_sq = options.amsgrad() ? state.max_exp_avg_sq().data_ptr<scalar_t>() : nullptr;
-        scalar_t* data = param.data_ptr<scalar_t>();
-        const scalar_t* g = grad.data_ptr<scalar_t>();
-        scalar_t* m = state.exp_avg().data_ptr<scalar_t>();
-        scalar_t* v = state.exp_avg_sq().data_ptr<scalar_t>();
-        at::parallel_for(0, p.numel(), 16384, [&](int64_t begin, int64_t end) {
-          adam_range_dispatch(data, g, m, v, max_sq, begin, end, c);
-        });
-      });
+      coefficients.push_back({gradient_scale, beta1, beta2, options.eps(), options.weight_decay(),
+                              options.lr() / correction1, std::sqrt(correction2), options.amsgrad()});
+      void* max_sq = options.amsgrad() ? state.max_exp_avg_sq().data_ptr() : nullptr;
+      for (int64_t begin = 0; begin < p.numel(); begin += kRange) {
+        ranges.push_back({p.data_ptr(), p.grad().data_ptr(), state.exp_avg().data_ptr(), state.exp_avg_sq().data_ptr(),
+                          max_sq, p.scalar_type() == torch::kFloat, coefficients.size() - 1, begin,
+                          std::min(begin + kRange, p.numel())});
+      }
     }
   }
+  at::parallel_for(0, static_cast<int64_t>(ranges.size()), 1, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      const AdamRange& r = ranges[static_cast<std::size_t>(i)];
+      const Coefficients& c = coefficients[r.coefficients];
+      if (r.is_float) {
+        adam_range_float(static_cast<float*>(r.param), static_cast<const float*>(r.grad),
+                         static_cast<float*>(r.exp_avg), static_cast<float*>(r.exp_avg_sq),
+                         static_cast<float*>(r.max_exp_avg_sq), r.begin, r.end, c);
+      } else {
+        adam_range_double(static_cast<double*>(r.param), static_cast<const double*>(r.grad),
+                          static_cast<double*>(r.exp_avg), static_cast<double*>(r.exp_avg_sq),
+                          static_cast<double*>(r.max_exp_avg_sq), r.begin, r.end, c);
+      }
+    }
+  });
 }
 
 }  // namespace luong::training
