@@ -399,17 +399,23 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
     });
     // The inputs' gradient is zero at padding (both directions' input products summed); the recurrent
     // weights pair each token's gate gradients with the state before its slot.
-    torch::Tensor dx_real = products.mm(dgi[0], directions[0].w_ih);
-    if (D == 2) products.add_mm_(dx_real, dgi[1], directions[1].w_ih);
-    variable_list result = {packed.to_caller(packed.unpacked(dx_real).transpose(0, 1)), torch::Tensor()};
+    // Per direction: its share of the inputs' gradient, then w_ih's and w_hh's gradients.
+    std::vector<Factors> factors;
     for (std::size_t d = 0; d < directions.size(); ++d) {
       const DirectionBuffers& dir = directions[d];
       const torch::Tensor slot_tokens =
           dir.shape.reverse ? (S - 1 - packed.tokens().div(B, "floor")) * B + packed.tokens().remainder(B)
                             : packed.tokens();
       const torch::Tensor previous_states = dir.states.view({(S + 1) * B, H}).index_select(0, slot_tokens);
-      result.push_back(products.mm(dgi[d].t(), x));
-      result.push_back(products.mm(dgh[d].t(), previous_states));
+      factors.insert(factors.end(), {{dgi[d], dir.w_ih}, {dgi[d].t(), x}, {dgh[d].t(), previous_states}});
+    }
+    const std::vector<torch::Tensor> product = products.mm_each(factors);
+    torch::Tensor dx_real = product[0];
+    if (D == 2) dx_real.add_(product[3]);
+    variable_list result = {packed.to_caller(packed.unpacked(dx_real).transpose(0, 1)), torch::Tensor()};
+    for (std::size_t d = 0; d < directions.size(); ++d) {
+      result.push_back(product[3 * d + 1]);
+      result.push_back(product[3 * d + 2]);
       result.push_back(dgi[d].sum(0));
       result.push_back(dgh[d].sum(0));
     }
@@ -606,15 +612,26 @@ struct DecoderStack {
     return {dgi, dgh};
   }
 
-  // Appends w_ih, w_hh, b_ih, b_hh's gradients per layer to `out`, products over the real tokens;
-  // layer 0's w_ih gradient is the caller's (its input is the caller's).
-  void append_weight_gradients(variable_list& out, const std::vector<torch::Tensor>& dgi,
-                               const std::vector<torch::Tensor>& dgh, const PackedRows& packed,
-                               const torch::Tensor& dw_ih0) const {
+  // The factors of the weight gradients' products over the real tokens, appended to `factors`: per
+  // layer w_ih's, but layer 0's (its input is the caller's), and w_hh's.
+  void add_weight_gradient_factors(std::vector<Factors>& factors, const std::vector<torch::Tensor>& dgi,
+                                   const std::vector<torch::Tensor>& dgh, const PackedRows& packed) const {
     for (int64_t l = 0; l < L; ++l) {
       const torch::Tensor dgi_real = packed.real(dgi[l]), dgh_real = lstm ? dgi_real : packed.real(dgh[l]);
-      out.push_back(l == 0 ? dw_ih0 : products.mm(dgi_real.t(), packed.real(inputs[l - 1])));
-      out.push_back(products.mm(dgh_real.t(), packed.real(states[l].narrow(0, 0, T))));
+      if (l > 0) factors.emplace_back(dgi_real.t(), packed.real(inputs[l - 1]));
+      factors.emplace_back(dgh_real.t(), packed.real(states[l].narrow(0, 0, T)));
+    }
+  }
+
+  // Appends w_ih, w_hh, b_ih, b_hh's gradients per layer to `out`: layer 0's w_ih gradient is the
+  // caller's, the other products those of add_weight_gradient_factors' factors, from `product` on.
+  void append_weight_gradients(variable_list& out, const std::vector<torch::Tensor>& dgi,
+                               const std::vector<torch::Tensor>& dgh, const PackedRows& packed,
+                               const torch::Tensor& dw_ih0, std::vector<torch::Tensor>::const_iterator product) const {
+    for (int64_t l = 0; l < L; ++l) {
+      const torch::Tensor dgi_real = packed.real(dgi[l]), dgh_real = lstm ? dgi_real : packed.real(dgh[l]);
+      out.push_back(l == 0 ? dw_ih0 : *product++);
+      out.push_back(*product++);
       out.push_back(dgi_real.sum(0));
       out.push_back(dgh_real.sum(0));
     }
@@ -799,21 +816,24 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
         rows_computed += computed;
       });
     });
-    // The whole-batch products, over the real tokens.
+    // The whole-batch products, over the real tokens: the embeddings' gradient, layer 0's w_ih
+    // gradient in two parts, the output layer's weight gradient, then the stack's.
     const torch::Tensor dgi0 = packed.real(dgi[0]);
-    const torch::Tensor& w_embed = stack.w_embed;
-    variable_list result = {packed.unpacked(products.mm(dgi0, w_embed)).transpose(0, 1), dh0, dc0};
+    const torch::Tensor dpre_real = packed.real(dpre);
+    std::vector<Factors> factors = {{dgi0, stack.w_embed},
+                                    {dgi0.t(), packed.real(emb)},
+                                    {dgi0.t(), packed.real(attentional.narrow(0, 0, T))},
+                                    {dpre_real.t(), packed.real(attention.contexts())}};
+    stack.add_weight_gradient_factors(factors, dgi, dgh, packed);
+    const std::vector<torch::Tensor> product = products.mm_each(factors);
+    variable_list result = {packed.unpacked(product[0]).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
     DecoderInputs::restore_order(packed, result);
     result.emplace_back();  // lengths
     result.emplace_back();  // target lengths
-    stack.append_weight_gradients(result, dgi, dgh, packed,
-                                  torch::cat({products.mm(dgi0.t(), packed.real(emb)),
-                                              products.mm(dgi0.t(), packed.real(attentional.narrow(0, 0, T)))},
-                                             1));
+    stack.append_weight_gradients(result, dgi, dgh, packed, torch::cat({product[1], product[2]}, 1), product.begin() + 4);
     attention.append_parameter_gradients(result, top.narrow(0, 1, T), packed.tokens());
-    const torch::Tensor dpre_real = packed.real(dpre);
-    result.push_back(products.mm(dpre_real.t(), packed.real(attention.contexts())));
+    result.push_back(product[3]);
     result.push_back(dpre_real.sum(0));
     for (int i = 0; i < 6; ++i) result.emplace_back();  // the masks, the attention's configuration, scale, lstm, bf16
     return result;
@@ -914,18 +934,20 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
         rows_computed += computed;
       });
     });
-    // The whole-batch products, over the real tokens.
+    // The whole-batch products, over the real tokens: the embeddings' gradient, layer 0's w_ih
+    // gradient in two parts, then the stack's.
     const torch::Tensor dgi0 = packed.real(dgi[0]);
-    const torch::Tensor& w_embed = stack.w_embed;
-    variable_list result = {packed.unpacked(products.mm(dgi0, w_embed)).transpose(0, 1), dh0, dc0};
+    std::vector<Factors> factors = {{dgi0, stack.w_embed},
+                                    {dgi0.t(), packed.real(emb)},
+                                    {dgi0.t(), packed.real(attention.contexts().narrow(2, 0, H))}};
+    stack.add_weight_gradient_factors(factors, dgi, dgh, packed);
+    const std::vector<torch::Tensor> product = products.mm_each(factors);
+    variable_list result = {packed.unpacked(product[0]).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
     DecoderInputs::restore_order(packed, result);
     result.emplace_back();  // lengths
     result.emplace_back();  // target lengths
-    stack.append_weight_gradients(result, dgi, dgh, packed,
-                                  torch::cat({products.mm(dgi0.t(), packed.real(emb)),
-                                              products.mm(dgi0.t(), packed.real(attention.contexts().narrow(2, 0, H)))},
-                                             1));
+    stack.append_weight_gradients(result, dgi, dgh, packed, torch::cat({product[1], product[2]}, 1), product.begin() + 3);
     attention.append_parameter_gradients(result, top.narrow(0, 0, T), packed.tokens());
     for (int i = 0; i < 5; ++i) result.emplace_back();  // the mask, the attention's configuration, scale, lstm, bf16
     return result;

@@ -241,6 +241,46 @@ TEST(PanelProductsTest, Bf16WholeBatchProductsRunInPanelsOverTheThreads) {
   }
 }
 
+// mm_each deals small independent products (a backward's weight gradients at the notebook's sizes)
+// out to the threads, each whole on one: every result equals its product alone, to the bit in
+// double, in float32 and under bf16, with transposed and sliced operands; a single product, one
+// thread, or a product too large to deal (16.7 million multiply-adds or more) runs as mm does.
+TEST(PanelProductsTest, ProductsDealtToThreadsEqualEachProductAlone) {
+  torch::manual_seed(11);
+  const int threads = torch::get_num_threads();
+  for (const bool bf16 : {false, true}) {
+    for (const auto dtype : {torch::kDouble, torch::kFloat}) {
+      if (bf16 && dtype == torch::kDouble) continue;
+      const auto options = torch::TensorOptions().dtype(dtype);
+      const torch::Tensor dg = torch::randn({206, 192}, options), x = torch::randn({206, 28}, options);
+      const torch::Tensor h = torch::randn({230, 64}, options).narrow(0, 0, 206), w = torch::randn({192, 28}, options);
+      const std::vector<Factors> factors = {{dg, w}, {dg.t(), x}, {dg.t(), h}, {x.t(), h}, {h, h.t().narrow(1, 0, 3)}};
+      const MatrixProducts products{bf16};
+      for (const int t : {3, 2, 1}) {
+        torch::set_num_threads(t);
+        const int64_t dealt_before = products_dealt_run();
+        const std::vector<torch::Tensor> dealt = products.mm_each(factors);
+        EXPECT_EQ(products_dealt_run() - dealt_before, t > 1 ? 5 : 0) << t << " threads";
+        torch::set_num_threads(1);  // each product alone as the dealt ones ran: on one thread
+        ASSERT_EQ(dealt.size(), factors.size());
+        for (std::size_t i = 0; i < factors.size(); ++i) {
+          const torch::Tensor alone = products.mm(factors[i].first, factors[i].second);
+          EXPECT_TRUE(torch::equal(dealt[i], alone)) << "product " << i << ", " << t << " threads, bf16 " << bf16;
+        }
+      }
+    }
+  }
+  torch::set_num_threads(2);
+  const int64_t before = products_dealt_run();
+  const torch::Tensor big = torch::randn({256, 256});
+  const std::vector<torch::Tensor> one = MatrixProducts{}.mm_each({{big, big}});
+  const std::vector<torch::Tensor> large = MatrixProducts{}.mm_each({{big, big}, {big.narrow(0, 0, 255), big}});
+  EXPECT_EQ(products_dealt_run(), before);
+  EXPECT_TRUE(torch::equal(one[0], MatrixProducts{}.mm(big, big)));
+  EXPECT_TRUE(torch::equal(large[1], MatrixProducts{}.mm(big.narrow(0, 0, 255), big)));
+  torch::set_num_threads(threads);
+}
+
 // Where the processor has AMX, the per-step operations under bf16 run on its tiles (the operand says
 // which kernel took it) and equal AVX512-BF16's to float32 rounding: both sum the same exact products.
 TEST(PanelProductsTest, Bf16StepOperationsOnAmxEqualAvx512Bf16s) {

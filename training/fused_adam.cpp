@@ -6,6 +6,7 @@
 #include <ATen/ops/_fused_adam.h>
 #include <ATen/ops/_foreach_add.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -278,28 +279,39 @@ void FusedAdam::launch_device_step(const torch::Tensor& gradient_scale) {
 
 namespace {
 
-// A parameter's slice of Adam's pass: all parameters' slices go to LibTorch's threads in one
-// parallel region, where a region per parameter left the small parameters (most of the notebook's)
-// on one thread and paid a region's start per parameter.
-struct AdamRange {
+// A parameter in Adam's pass. All parameters' values make one index space that LibTorch's threads
+// split evenly: a region per parameter left the small parameters (most of the notebook's) on one
+// thread and paid a region's start for each, and slices dealt by count gave one thread the output
+// projection's.
+struct AdamParameter {
   void* param;
   const void* grad;
   void* exp_avg;
   void* exp_avg_sq;
   void* max_exp_avg_sq;  // null without amsgrad
   bool is_float;
-  std::size_t coefficients;  // the parameter's, in fused_step's list
-  int64_t begin, end;
+  Coefficients coefficients;
+  int64_t offset, numel;  // its first value's index in the joint space, its count
 };
+
+void adam_values(const AdamParameter& p, int64_t begin, int64_t end) {
+  if (p.is_float) {
+    adam_range_float(static_cast<float*>(p.param), static_cast<const float*>(p.grad), static_cast<float*>(p.exp_avg),
+                     static_cast<float*>(p.exp_avg_sq), static_cast<float*>(p.max_exp_avg_sq), begin, end, p.coefficients);
+  } else {
+    adam_range_double(static_cast<double*>(p.param), static_cast<const double*>(p.grad),
+                      static_cast<double*>(p.exp_avg), static_cast<double*>(p.exp_avg_sq),
+                      static_cast<double*>(p.max_exp_avg_sq), begin, end, p.coefficients);
+  }
+}
 
 }  // namespace
 
 void FusedAdam::fused_step(double gradient_scale) {
   RECORD_FUNCTION("luong::FusedAdam::fused_step", std::vector<c10::IValue>());
   torch::NoGradGuard no_grad;
-  constexpr int64_t kRange = 1 << 14;
-  std::vector<Coefficients> coefficients;
-  std::vector<AdamRange> ranges;
+  std::vector<AdamParameter> parameters;
+  int64_t total = 0;
   for (auto& group : param_groups()) {
     const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());
     for (const torch::Tensor& p : group.params()) {
@@ -312,29 +324,20 @@ void FusedAdam::fused_step(double gradient_scale) {
       const double beta1 = std::get<0>(options.betas()), beta2 = std::get<1>(options.betas());
       const double correction1 = 1 - std::pow(beta1, state.step());
       const double correction2 = 1 - std::pow(beta2, state.step());
-      coefficients.push_back({gradient_scale, beta1, beta2, options.eps(), options.weight_decay(),
-                              options.lr() / correction1, std::sqrt(correction2), options.amsgrad()});
-      void* max_sq = options.amsgrad() ? state.max_exp_avg_sq().data_ptr() : nullptr;
-      for (int64_t begin = 0; begin < p.numel(); begin += kRange) {
-        ranges.push_back({p.data_ptr(), p.grad().data_ptr(), state.exp_avg().data_ptr(), state.exp_avg_sq().data_ptr(),
-                          max_sq, p.scalar_type() == torch::kFloat, coefficients.size() - 1, begin,
-                          std::min(begin + kRange, p.numel())});
-      }
+      const Coefficients c{gradient_scale, beta1, beta2, options.eps(), options.weight_decay(), options.lr() / correction1,
+                           std::sqrt(correction2), options.amsgrad()};
+      if (p.numel() == 0) continue;
+      parameters.push_back({p.data_ptr(), p.grad().data_ptr(), state.exp_avg().data_ptr(), state.exp_avg_sq().data_ptr(),
+                            options.amsgrad() ? state.max_exp_avg_sq().data_ptr() : nullptr,
+                            p.scalar_type() == torch::kFloat, c, total, p.numel()});
+      total += p.numel();
     }
   }
-  at::parallel_for(0, static_cast<int64_t>(ranges.size()), 1, [&](int64_t first, int64_t last) {
-    for (int64_t i = first; i < last; ++i) {
-      const AdamRange& r = ranges[static_cast<std::size_t>(i)];
-      const Coefficients& c = coefficients[r.coefficients];
-      if (r.is_float) {
-        adam_range_float(static_cast<float*>(r.param), static_cast<const float*>(r.grad),
-                         static_cast<float*>(r.exp_avg), static_cast<float*>(r.exp_avg_sq),
-                         static_cast<float*>(r.max_exp_avg_sq), r.begin, r.end, c);
-      } else {
-        adam_range_double(static_cast<double*>(r.param), static_cast<const double*>(r.grad),
-                          static_cast<double*>(r.exp_avg), static_cast<double*>(r.exp_avg_sq),
-                          static_cast<double*>(r.max_exp_avg_sq), r.begin, r.end, c);
-      }
+  at::parallel_for(0, total, 16384, [&](int64_t begin, int64_t end) {
+    auto p = std::upper_bound(parameters.begin(), parameters.end(), begin,
+                              [](int64_t index, const AdamParameter& q) { return index < q.offset; }) - 1;
+    for (; p != parameters.end() && p->offset < end; ++p) {
+      adam_values(*p, std::max(begin, p->offset) - p->offset, std::min(end, p->offset + p->numel) - p->offset);
     }
   });
 }

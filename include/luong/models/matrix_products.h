@@ -7,6 +7,8 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "luong/models/panel_products.h"
 #include "luong/models/precision.h"
@@ -52,6 +54,8 @@ Bf16PanelKernel bf16_panel_kernel();
 void set_amx_panels_enabled(bool enabled);
 /// The products run in panels in this process (for tests and benchmarks to see that they ran).
 int64_t panel_products_run();
+/// The products MatrixProducts::mm_each has dealt out to threads in this process (as above).
+int64_t products_dealt_run();
 /// Reads LUONG_FLOAT32_PRODUCTS and LUONG_PANEL_PRODUCTS now (a bad value throws Error), as every
 /// command does first, so that a bad value ends it before it has written anything.
 void read_product_environment();
@@ -83,8 +87,17 @@ class PanelOperand {
   Bf16PanelKernel bf16_kernel_ = Bf16PanelKernel::kNone;  // bf16 panels' kernel
 };
 
+/// The two factors of a product a b.
+using Factors = std::pair<torch::Tensor, torch::Tensor>;
+
 struct MatrixProducts {
   bool bf16 = false;
+
+  /// a b for each pair (as mm). Where there are several and each is small (a backward's weight
+  /// gradients at the notebook's sizes, a few million multiply-adds), each runs whole on one of
+  /// LibTorch's threads, dealt largest first to the least loaded: the libraries ran such a product on
+  /// one thread while the others waited. Larger products run one after another, each over all threads.
+  std::vector<torch::Tensor> mm_each(const std::vector<Factors>& factors) const;
 
   /// A weight's transpose or itself (b) as the panel products take it: once per kernel call.
   PanelOperand panel_operand(const torch::Tensor& b) const { return PanelOperand(b, bf16); }
