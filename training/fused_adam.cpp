@@ -280,9 +280,9 @@ void FusedAdam::launch_device_step(const torch::Tensor& gradient_scale) {
 namespace {
 
 // A parameter in Adam's pass. All parameters' values make one index space that LibTorch's threads
-// split evenly: a region per parameter left the small parameters (most of the notebook's) on one
-// thread and paid a region's start for each, and slices dealt by count gave one thread the output
-// projection's.
+// split evenly in one parallel region, so that each thread updates as many values however the
+// parameters' sizes differ (a region per parameter ran every parameter under two grains, most of the
+// notebook's, on one thread, and paid a region's start for each).
 struct AdamParameter {
   void* param;
   const void* grad;
