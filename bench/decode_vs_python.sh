@@ -17,7 +17,10 @@ cut -f1 "$run/test.tsv" > "$work/test.src"
 for ((i = 0; i < repeat; i++)); do cat "$work/test.src"; done > "$work/src"
 n=$(wc -l < "$work/src")
 
-"$python" bench/reference_greedy.py "$run" "$threads" < "$work/test.src" > "$work/py.txt" 2> "$work/py.log"
+# The reference loads the run's best model, which only a run with a dev split writes.
+[[ -f "$run/best_model.pt" ]] || { echo "decode_vs_python: $run has no best_model.pt (train it with a dev split)" >&2; exit 1; }
+"$python" bench/reference_greedy.py "$run" "$threads" < "$work/test.src" > "$work/py.txt" 2> "$work/py.log" ||
+  { echo "decode_vs_python: the Python reference failed:" >&2; tail -3 "$work/py.log" >&2; exit 1; }
 "$luong" translate --model "$run" --threads "$threads" < "$work/test.src" > "$work/cpp.txt"
 # luong's output is detokenised and truecased; compare both as the notebook's tokens.
 same=$("$python" -c '
