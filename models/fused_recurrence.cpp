@@ -612,28 +612,40 @@ struct DecoderStack {
     return {dgi, dgh};
   }
 
+  // Each layer's gate gradients at the real tokens, gathered once for the weight gradients' products
+  // and the bias gradients' sums (an LSTM's dgh is its dgi).
+  struct RealGateGradients {
+    std::vector<torch::Tensor> dgi, dgh;
+  };
+  RealGateGradients real_gate_gradients(const std::vector<torch::Tensor>& dgi, const std::vector<torch::Tensor>& dgh,
+                                        const PackedRows& packed) const {
+    RealGateGradients real;
+    for (int64_t l = 0; l < L; ++l) {
+      real.dgi.push_back(packed.real(dgi[l]));
+      real.dgh.push_back(lstm ? real.dgi.back() : packed.real(dgh[l]));
+    }
+    return real;
+  }
+
   // The factors of the weight gradients' products over the real tokens, appended to `factors`: per
   // layer w_ih's, but layer 0's (its input is the caller's), and w_hh's.
-  void add_weight_gradient_factors(std::vector<Factors>& factors, const std::vector<torch::Tensor>& dgi,
-                                   const std::vector<torch::Tensor>& dgh, const PackedRows& packed) const {
+  void add_weight_gradient_factors(std::vector<Factors>& factors, const RealGateGradients& real,
+                                   const PackedRows& packed) const {
     for (int64_t l = 0; l < L; ++l) {
-      const torch::Tensor dgi_real = packed.real(dgi[l]), dgh_real = lstm ? dgi_real : packed.real(dgh[l]);
-      if (l > 0) factors.emplace_back(dgi_real.t(), packed.real(inputs[l - 1]));
-      factors.emplace_back(dgh_real.t(), packed.real(states[l].narrow(0, 0, T)));
+      if (l > 0) factors.emplace_back(real.dgi[l].t(), packed.real(inputs[l - 1]));
+      factors.emplace_back(real.dgh[l].t(), packed.real(states[l].narrow(0, 0, T)));
     }
   }
 
   // Appends w_ih, w_hh, b_ih, b_hh's gradients per layer to `out`: layer 0's w_ih gradient is the
   // caller's, the other products those of add_weight_gradient_factors' factors, from `product` on.
-  void append_weight_gradients(variable_list& out, const std::vector<torch::Tensor>& dgi,
-                               const std::vector<torch::Tensor>& dgh, const PackedRows& packed,
-                               const torch::Tensor& dw_ih0, std::vector<torch::Tensor>::const_iterator product) const {
-    for (int64_t l = 0; l < L; ++l) {
-      const torch::Tensor dgi_real = packed.real(dgi[l]), dgh_real = lstm ? dgi_real : packed.real(dgh[l]);
+  void append_weight_gradients(variable_list& out, const RealGateGradients& real, const torch::Tensor& dw_ih0,
+                               std::vector<torch::Tensor>::const_iterator product) const {
+    for (std::size_t l = 0; l < real.dgi.size(); ++l) {
       out.push_back(l == 0 ? dw_ih0 : *product++);
       out.push_back(*product++);
-      out.push_back(dgi_real.sum(0));
-      out.push_back(dgh_real.sum(0));
+      out.push_back(real.dgi[l].sum(0));
+      out.push_back(real.dgh[l].sum(0));
     }
   }
 };
@@ -818,20 +830,21 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     });
     // The whole-batch products, over the real tokens: the embeddings' gradient, layer 0's w_ih
     // gradient in two parts, the output layer's weight gradient, then the stack's.
-    const torch::Tensor dgi0 = packed.real(dgi[0]);
+    const DecoderStack::RealGateGradients real = stack.real_gate_gradients(dgi, dgh, packed);
+    const torch::Tensor& dgi0 = real.dgi[0];
     const torch::Tensor dpre_real = packed.real(dpre);
     std::vector<Factors> factors = {{dgi0, stack.w_embed},
                                     {dgi0.t(), packed.real(emb)},
                                     {dgi0.t(), packed.real(attentional.narrow(0, 0, T))},
                                     {dpre_real.t(), packed.real(attention.contexts())}};
-    stack.add_weight_gradient_factors(factors, dgi, dgh, packed);
+    stack.add_weight_gradient_factors(factors, real, packed);
     const std::vector<torch::Tensor> product = products.mm_each(factors);
     variable_list result = {packed.unpacked(product[0]).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
     DecoderInputs::restore_order(packed, result);
     result.emplace_back();  // lengths
     result.emplace_back();  // target lengths
-    stack.append_weight_gradients(result, dgi, dgh, packed, torch::cat({product[1], product[2]}, 1), product.begin() + 4);
+    stack.append_weight_gradients(result, real, torch::cat({product[1], product[2]}, 1), product.begin() + 4);
     attention.append_parameter_gradients(result, top.narrow(0, 1, T), packed.tokens());
     result.push_back(product[3]);
     result.push_back(dpre_real.sum(0));
@@ -936,18 +949,19 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     });
     // The whole-batch products, over the real tokens: the embeddings' gradient, layer 0's w_ih
     // gradient in two parts, then the stack's.
-    const torch::Tensor dgi0 = packed.real(dgi[0]);
+    const DecoderStack::RealGateGradients real = stack.real_gate_gradients(dgi, dgh, packed);
+    const torch::Tensor& dgi0 = real.dgi[0];
     std::vector<Factors> factors = {{dgi0, stack.w_embed},
                                     {dgi0.t(), packed.real(emb)},
                                     {dgi0.t(), packed.real(attention.contexts().narrow(2, 0, H))}};
-    stack.add_weight_gradient_factors(factors, dgi, dgh, packed);
+    stack.add_weight_gradient_factors(factors, real, packed);
     const std::vector<torch::Tensor> product = products.mm_each(factors);
     variable_list result = {packed.unpacked(product[0]).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
     DecoderInputs::restore_order(packed, result);
     result.emplace_back();  // lengths
     result.emplace_back();  // target lengths
-    stack.append_weight_gradients(result, dgi, dgh, packed, torch::cat({product[1], product[2]}, 1), product.begin() + 3);
+    stack.append_weight_gradients(result, real, torch::cat({product[1], product[2]}, 1), product.begin() + 3);
     attention.append_parameter_gradients(result, top.narrow(0, 0, T), packed.tokens());
     for (int i = 0; i < 5; ++i) result.emplace_back();  // the mask, the attention's configuration, scale, lstm, bf16
     return result;

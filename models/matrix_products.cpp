@@ -296,10 +296,11 @@ std::vector<torch::Tensor> MatrixProducts::mm_each(const std::vector<Factors>& f
   std::vector<int64_t> sizes;
   for (const auto& [a, b] : factors) sizes.push_back(a.size(0) * a.size(1) * b.size(1));
   std::vector<torch::Tensor> out(factors.size());
+  const auto multiply = [&](std::size_t i) { out[i] = mm(factors[i].first, factors[i].second); };
   const bool deal = threads > 1 && factors.size() > 1 && !at::in_parallel_region() &&
                     std::all_of(sizes.begin(), sizes.end(), [](int64_t size) { return size < kDealtProduct; });
   if (!deal) {
-    for (std::size_t i = 0; i < factors.size(); ++i) out[i] = mm(factors[i].first, factors[i].second);
+    for (std::size_t i = 0; i < factors.size(); ++i) multiply(i);
     return out;
   }
   std::vector<std::size_t> order(factors.size());
@@ -316,7 +317,7 @@ std::vector<torch::Tensor> MatrixProducts::mm_each(const std::vector<Factors>& f
   at::parallel_for(0, static_cast<int64_t>(dealt.size()), 1, [&](int64_t begin, int64_t end) {
     const torch::AutoGradMode same_grad_mode(grad_mode);
     for (int64_t t = begin; t < end; ++t) {
-      for (const std::size_t i : dealt[static_cast<std::size_t>(t)]) out[i] = mm(factors[i].first, factors[i].second);
+      for (const std::size_t i : dealt[static_cast<std::size_t>(t)]) multiply(i);
     }
   });
   products_dealt.fetch_add(static_cast<int64_t>(factors.size()), std::memory_order_relaxed);
