@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
+#include <vector>
 
 #include "luong/models/state_dict.h"
 #include "luong/util/atomic_file.h"
@@ -124,6 +126,37 @@ TEST(RemoveTreeTest, ReportsWhatItCannotReach) {
   const std::error_code error = remove_tree((root / "file" / "below").string());
   EXPECT_EQ(error, std::errc::not_a_directory) << error.message();
   EXPECT_TRUE(fs::exists(root / "file"));
+}
+
+// The checkpoints' and models' reader: every byte of a regular file (empty, and one of 3 MB whose
+// size is not a multiple of any buffer), of one whose size the kernel does not report
+// (/proc/self/status says 0), nothing where it is missing, and a one-line error for a directory.
+TEST(ReadWholeFileTest, ReadsEveryByteAndRefusesADirectory) {
+  const fs::path root = scratch("read_whole_file");
+  fs::create_directories(root);
+  std::string large(3 * 1024 * 1024 + 17, '\0');
+  std::mt19937 random(5);
+  for (char& c : large) c = static_cast<char>(random());
+  write((root / "large").string(), large);
+  write((root / "empty").string(), "");
+  const std::optional<std::vector<char>> large_read = read_whole_file((root / "large").string());
+  ASSERT_TRUE(large_read.has_value());
+  EXPECT_EQ(std::string(large_read->begin(), large_read->end()), large);
+  const std::optional<std::vector<char>> empty_read = read_whole_file((root / "empty").string());
+  ASSERT_TRUE(empty_read.has_value());
+  EXPECT_TRUE(empty_read->empty());
+  const std::optional<std::vector<char>> status = read_whole_file("/proc/self/status");
+  ASSERT_TRUE(status.has_value());
+  const std::string status_text(status->begin(), status->end());
+  EXPECT_EQ(status_text.rfind("Name:", 0), 0u) << status_text.substr(0, 40);
+  EXPECT_NE(status_text.find("VmRSS:"), std::string::npos) << "the whole of a file whose size reads as 0";
+  EXPECT_FALSE(read_whole_file((root / "missing").string()).has_value());
+  try {
+    read_whole_file(root.string());
+    ADD_FAILURE() << "a directory was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot read (Is a directory)"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(ReliabilityTest, CorruptTruncatedOrMismatchedCheckpointsAreRefused) {

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "luong/models/state_dict.h"
@@ -30,11 +29,15 @@ std::uint32_t crc32_of(const std::vector<char>& bytes) {
 }
 
 std::vector<char> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw CheckpointError(printable(path) + ": missing");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw CheckpointError(printable(path) + ": cannot read");
-  return bytes;
+  try {
+    std::optional<std::vector<char>> bytes = read_whole_file(path);
+    if (!bytes) throw CheckpointError(printable(path) + ": missing");
+    return std::move(*bytes);
+  } catch (const CheckpointError&) {
+    throw;
+  } catch (const Error& e) {
+    throw CheckpointError(e.what());
+  }
 }
 
 void write_bytes(const std::string& path, const std::vector<char>& bytes) {
@@ -44,10 +47,11 @@ void write_bytes(const std::string& path, const std::vector<char>& bytes) {
 std::vector<char> text_bytes(const std::string& text) { return {text.begin(), text.end()}; }
 
 // The checkpoint's files as bytes, in files() order but for the manifest.
-std::map<std::string, std::vector<char>> checkpoint_contents(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer,
+// model_bytes: the model's state_dict, serialized once for this file and model.pt beside it.
+std::map<std::string, std::vector<char>> checkpoint_contents(std::vector<char> model_bytes, torch::optim::Optimizer& optimizer,
                                                              const TrainerState& state, const ExponentialAverage* ema) {
   std::map<std::string, std::vector<char>> contents = {
-      {"model.pt", models::serialize_state_dict(models::state_dict(model))},
+      {"model.pt", std::move(model_bytes)},
       {"optimizer.pt", models::serialize_state_dict(optimizer_state(optimizer))},
       {"rng.pt", models::serialize_state_dict(run::random_states())},
       {"state.json", text_bytes(dump_json(state.to_json(), 1) + "\n")}};
@@ -126,9 +130,9 @@ const std::vector<std::string>& Checkpointer::files() {
   return names;
 }
 
-void Checkpointer::export_epoch_average(const models::StateDict& weights, std::int64_t epoch) const {
+void Checkpointer::export_epoch_average(const std::vector<char>& model_bytes, std::int64_t epoch) const {
   fs::create_directories(paths_.epochs);
-  models::save_state_dict(weights, (fs::path(paths_.epochs) / ("model." + std::to_string(epoch) + ".pt")).string());
+  write_bytes((fs::path(paths_.epochs) / ("model." + std::to_string(epoch) + ".pt")).string(), model_bytes);
   std::vector<models::StateDict> last;
   for (std::int64_t e = epoch; e > 0 && e > epoch - average_last_; --e) {
     const std::string path = (fs::path(paths_.epochs) / ("model." + std::to_string(e) + ".pt")).string();
@@ -141,15 +145,18 @@ void Checkpointer::export_epoch_average(const models::StateDict& weights, std::i
 
 void Checkpointer::save(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const TrainerState& state,
                         bool improved, bool epoch_end, const ExponentialAverage* ema) const {
-  const models::StateDict weights = models::state_dict(model);
-  models::save_state_dict(weights, paths_.model);
-  if (improved) models::save_state_dict(weights, paths_.best_model);
+  // The weights serialized once for model.pt, best_model.pt, the epoch's export and the checkpoint
+  // (at hidden 512, 69 MB each time).
+  std::vector<char> model_bytes = models::serialize_state_dict(models::state_dict(model));
+  write_bytes(paths_.model, model_bytes);
+  if (improved) write_bytes(paths_.best_model, model_bytes);
   if (epoch_end) {
     write_learning_curve(paths_, state.history);
     if (ema != nullptr) models::save_state_dict(ema->state_dict(), paths_.ema_model);
-    if (average_last_ > 0) export_epoch_average(weights, state.epoch);
+    if (average_last_ > 0) export_epoch_average(model_bytes, state.epoch);
   }
-  const std::map<std::string, std::vector<char>> contents = checkpoint_contents(model, optimizer, state, ema);
+  const std::map<std::string, std::vector<char>> contents =
+      checkpoint_contents(std::move(model_bytes), optimizer, state, ema);
   const std::string staging = temporary_path_for(paths_.checkpoint);
   fs::create_directories(staging);
   crash_test::save_point();

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -79,6 +80,32 @@ int remove_stale_temporaries(const std::string& directory) {
     if (!remove_tree(entry.path().string())) ++removed;
   }
   return removed;
+}
+
+std::optional<std::vector<char>> read_whole_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat status {};
+  // A regular file's size is known; a pipe's grows as it comes.
+  const std::size_t expected =
+      ::fstat(fd, &status) == 0 && S_ISREG(status.st_mode) ? static_cast<std::size_t>(status.st_size) : 0;
+  std::vector<char> bytes(expected + 1);  // one byte more: a read of 0 there confirms the end
+  std::size_t size = 0;
+  for (;;) {
+    if (size == bytes.size()) bytes.resize(2 * bytes.size() + 65536);
+    const ssize_t got = ::read(fd, bytes.data() + size, bytes.size() - size);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      const int error = errno;
+      ::close(fd);
+      throw Error(printable(path) + ": cannot read (" + std::strerror(error) + ")");
+    }
+    if (got == 0) break;
+    size += static_cast<std::size_t>(got);
+  }
+  ::close(fd);
+  bytes.resize(size);
+  return bytes;
 }
 
 std::string temporary_path_for(const std::string& path) {

