@@ -1,6 +1,7 @@
 // Both decoders live in one translation unit: they are two short variations of the same recurrence.
 #include "luong/models/decoder.h"
 
+#include "luong/models/dropout.h"
 #include "luong/models/fused_recurrence.h"
 #include "luong/models/linear_cross_entropy.h"
 #include "luong/models/luong_decoder.h"
@@ -50,11 +51,6 @@ torch::Tensor DecoderInterface::token_losses(const torch::Tensor& features, cons
 }
 
 namespace {
-
-// Inverted dropout's mask (1 / (1 - p) or 0) of `shape`, in `like`'s dtype and device.
-torch::Tensor dropout_mask(const torch::Tensor& like, std::vector<int64_t> shape, double p) {
-  return torch::empty(shape, like.options()).bernoulli_(1 - p).div_(1 - p);
-}
 
 void register_common(DecoderInterface& decoder, const DecoderOptions& o, std::shared_ptr<AttentionImpl>& attention) {
   decoder.embedding = decoder.register_module(

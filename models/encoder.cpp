@@ -1,5 +1,6 @@
 #include "luong/models/encoder.h"
 
+#include "luong/models/dropout.h"
 #include "luong/models/fused_recurrence.h"
 #include "luong/models/matrix_products.h"
 

@@ -1,15 +1,12 @@
 #include "luong/models/recurrent.h"
 
+#include "luong/models/dropout.h"
 #include "luong/models/gather_rows.h"
 
 namespace luong::models {
 
 RecurrentState RecurrentState::index_select(const torch::Tensor& rows) const {
   return {hidden.index_select(1, rows), cell.defined() ? cell.index_select(1, rows) : cell};
-}
-
-torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training) {
-  return p > 0 && training ? torch::dropout(x, p, true) : x;
 }
 
 torch::Tensor embedding_lookup(const torch::nn::Embedding& embedding, const torch::Tensor& ids) {

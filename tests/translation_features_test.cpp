@@ -1,6 +1,7 @@
 // The paper's and the peers' features: the location score, LSTM cells, the paper's dropout, tied
 // embeddings, label smoothing, batched beam search with n-best lists, GNMT penalties, n-gram
 // blocking, length ratios, ensembles and <unk> replacement.
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "luong/evaluation/search.h"
 #include "luong/evaluation/translator.h"
 #include "luong/models/attention.h"
+#include "luong/models/dropout.h"
 #include "luong/models/linear_cross_entropy.h"
 #include "luong/models/seq2seq.h"
 #include "luong/training/weight_average.h"
@@ -92,6 +94,59 @@ TEST(DropoutTest, OffInEvaluationAndOnInTraining) {
   EXPECT_TRUE(torch::equal(a, without->forward(kSrc, kLengths, kDecIn).logits));   // and the same function
   with->train();
   EXPECT_FALSE(torch::equal(with->forward(kSrc, kLengths, kDecIn).logits, with->forward(kSrc, kLengths, kDecIn).logits));
+}
+
+// The CPU masks: the counter-based draws themselves (recomputed from the seed the default generator
+// gives, so the fast path is what ran), the same on 1 and 3 threads, 1 / (1 - p) or 0, the kept
+// fraction and neighbours' agreement within 5 standard deviations of 1 - p and p^2 + (1 - p)^2,
+// and autograd's gradient of x * mask is the mask.
+TEST(DropoutTest, CounterBasedMasksAreTheDrawsOnAnyThreadCount) {
+  const int threads = torch::get_num_threads();
+  const double p = 0.3;
+  const int64_t n = int64_t{1} << 20;
+  for (const torch::ScalarType dtype : {torch::kFloat, torch::kDouble}) {
+    const torch::Tensor like = torch::empty({0}, dtype);
+    torch::manual_seed(21);
+    const std::uint64_t seed = at::check_generator<at::CPUGeneratorImpl>(at::detail::getDefaultCPUGenerator())->random64();
+    torch::Tensor expected = torch::empty({n}, torch::kDouble);
+    models::detail::fill_dropout_mask(expected.data_ptr<double>(), 0, n, seed, models::detail::dropout_keep_below(p),
+                                      1.0 / (1 - p));
+    expected = expected.to(dtype);
+    for (const int t : {1, 3}) {
+      torch::set_num_threads(t);
+      torch::manual_seed(21);
+      const torch::Tensor mask = models::dropout_mask(like, {1024, 1024}, p);
+      EXPECT_EQ(mask.scalar_type(), dtype);
+      EXPECT_TRUE(torch::equal(mask.reshape({-1}), expected)) << t << " threads";
+    }
+    torch::set_num_threads(threads);
+    const torch::Tensor kept = expected.ne(0);
+    EXPECT_TRUE(torch::equal(expected.masked_select(kept), torch::full({kept.sum().item<int64_t>()}, 1.0 / (1 - p), dtype)));
+    const double sd = std::sqrt(p * (1 - p) / static_cast<double>(n));
+    EXPECT_NEAR(kept.to(torch::kDouble).mean().item<double>(), 1 - p, 5 * sd);
+    const double same = p * p + (1 - p) * (1 - p);
+    const double agreement = kept.slice(0, 1).eq(kept.slice(0, 0, n - 1)).to(torch::kDouble).mean().item<double>();
+    EXPECT_NEAR(agreement, same, 5 * std::sqrt(same * (1 - same) / static_cast<double>(n - 1)));
+  }
+  torch::manual_seed(6);
+  const torch::Tensor float_mask = models::dropout_mask(torch::empty({0}), {4096}, p);
+  torch::manual_seed(6);
+  const torch::Tensor bf16_mask = models::dropout_mask(torch::empty({0}, torch::kBFloat16), {4096}, p);
+  EXPECT_EQ(bf16_mask.scalar_type(), torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(bf16_mask, float_mask.to(torch::kBFloat16))) << "bf16: the float32 draws, converted";
+  torch::manual_seed(4);
+  const torch::Tensor first = models::dropout_mask(torch::empty({0}), {4096}, p);
+  EXPECT_FALSE(torch::equal(first, models::dropout_mask(torch::empty({0}), {4096}, p))) << "each draw is new";
+  const torch::Tensor x = torch::randn({64, 33}, torch::kDouble).requires_grad_();
+  torch::manual_seed(5);
+  const torch::Tensor y = models::maybe_dropout(x, p, true);
+  torch::manual_seed(5);
+  const torch::Tensor mask = models::dropout_mask(x, x.sizes(), p);
+  EXPECT_TRUE(torch::equal(y, x * mask));
+  y.sum().backward();
+  EXPECT_TRUE(torch::equal(x.grad(), mask));
+  EXPECT_TRUE(models::maybe_dropout(x, p, false).is_same(x));
+  EXPECT_TRUE(models::maybe_dropout(x, 0, true).is_same(x));
 }
 
 TEST(TiedEmbeddingsTest, TheOutputLayerIsTheEmbeddingMatrix) {

@@ -64,9 +64,6 @@ struct RecurrentLayers {
 /// Registers the stack on `owner` under "gru" or "lstm" (batch_first) and returns it.
 RecurrentLayers register_recurrent(torch::nn::Module& owner, const RecurrentOptions& options);
 
-/// `x` with dropout p when training; x itself (no copy, no draw) when p is 0 or not training.
-torch::Tensor maybe_dropout(const torch::Tensor& x, double p, bool training);
-
 /// embedding(ids) through gather_rows, the padding row's gradient zero as nn.Embedding's
 /// padding_idx makes it.
 torch::Tensor embedding_lookup(const torch::nn::Embedding& embedding, const torch::Tensor& ids);
