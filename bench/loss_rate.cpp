@@ -4,6 +4,7 @@
 //   build/luong_loss_rate [--threads T] [N H V ...]   (default: the notebook's 206 64 2321)
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
