@@ -476,13 +476,16 @@ StateDict parse_state_dict(const std::vector<char>& bytes, const std::string& or
   }
 }
 
-StateDict read_state_dict(const std::string& path) {
-  std::optional<std::vector<char>> bytes;
+std::optional<std::vector<char>> read_checkpoint_file(const std::string& path) {
   try {
-    bytes = read_whole_file(path);
+    return read_whole_file(path);
   } catch (const Error& e) {
     throw CheckpointError(e.what());
   }
+}
+
+StateDict read_state_dict(const std::string& path) {
+  const std::optional<std::vector<char>> bytes = read_checkpoint_file(path);
   if (!bytes) throw CheckpointError(path + ": cannot open checkpoint");
   if (bytes->empty()) throw CheckpointError(path + ": checkpoint is empty");
   return parse_state_dict(*bytes, path);

@@ -29,15 +29,9 @@ std::uint32_t crc32_of(const std::vector<char>& bytes) {
 }
 
 std::vector<char> read_bytes(const std::string& path) {
-  try {
-    std::optional<std::vector<char>> bytes = read_whole_file(path);
-    if (!bytes) throw CheckpointError(printable(path) + ": missing");
-    return std::move(*bytes);
-  } catch (const CheckpointError&) {
-    throw;
-  } catch (const Error& e) {
-    throw CheckpointError(e.what());
-  }
+  std::optional<std::vector<char>> bytes = models::read_checkpoint_file(path);
+  if (!bytes) throw CheckpointError(printable(path) + ": missing");
+  return std::move(*bytes);
 }
 
 void write_bytes(const std::string& path, const std::vector<char>& bytes) {

@@ -3,6 +3,7 @@
 // read from files written by Python's torch.save(model.state_dict()) or by luong itself.
 #include <torch/torch.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,9 @@ void save_state_dict(const StateDict& dict, const std::string& path);
 /// data is truncated, corrupt or holds something else.
 StateDict parse_state_dict(const std::vector<char>& bytes, const std::string& origin);
 StateDict read_state_dict(const std::string& path);
+/// A checkpoint file's bytes (read_whole_file): nullopt where it cannot be opened, CheckpointError
+/// (the path and the reason) where reading fails.
+std::optional<std::vector<char>> read_checkpoint_file(const std::string& path);
 
 /// Copies `dict` into `module`. Strict: missing, unexpected and mis-shaped keys are all listed in
 /// one luong::CheckpointError, and nothing is modified unless every key matches.
