@@ -21,9 +21,36 @@ template <typename T>
   }
 }
 
+// The row's maximum: four lanes of partial maxima, so that the comparisons do not wait on each other.
+// NaNs are passed over as by the indexed version (a comparison with NaN is false).
+template <typename T>
+[[gnu::always_inline]] inline T plain_row_maximum(const T* row, int64_t cols) {
+  using V = typename Lanes<T>::type;
+  constexpr int64_t kWidth = sizeof(V) / sizeof(T);
+  int64_t c = 0;
+  T top = row[0];
+  if (cols >= 4 * kWidth) {
+    V lane_max[4];
+    std::memcpy(lane_max, row, sizeof lane_max);
+    for (c = 4 * kWidth; c + 4 * kWidth <= cols; c += 4 * kWidth) {
+      for (int j = 0; j < 4; ++j) {
+        V v;
+        std::memcpy(&v, row + c + j * kWidth, sizeof v);
+        lane_max[j] = v > lane_max[j] ? v : lane_max[j];
+      }
+    }
+    for (int j = 1; j < 4; ++j) lane_max[0] = lane_max[j] > lane_max[0] ? lane_max[j] : lane_max[0];
+    top = lane_max[0][0];
+    for (int64_t i = 1; i < kWidth; ++i) top = lane_max[0][i] > top ? lane_max[0][i] : top;
+  }
+  for (; c < cols; ++c) top = row[c] > top ? row[c] : top;
+  return top;
+}
+
 // The row's maximum, and (when `column` is not null) the first column holding it.
 template <typename T>
 [[gnu::always_inline]] inline T row_maximum(const T* row, int64_t cols, int64_t* column_out) {
+  if (column_out == nullptr) return plain_row_maximum(row, cols);
   using V = typename Lanes<T>::type;
   using I = typename Lanes<T>::index;
   using J = typename Lanes<T>::lane_index;
@@ -61,24 +88,32 @@ template <typename T>
       top_column = c;
     }
   }
-  if (column_out != nullptr) *column_out = top_column;
+  *column_out = top_column;
   return top;
 }
 
-// The sum of x[0..n), lane by lane and then across the lanes.
+// The sum of x[0..n): four lanes of partial sums (one add's latency apart, not four), then across.
 template <typename T>
 [[gnu::always_inline]] inline T lane_sum(const T* x, int64_t n) {
   using V = typename Lanes<T>::type;
   constexpr int64_t kWidth = sizeof(V) / sizeof(T);
-  V lanes = {};
+  V lanes[4] = {};
   int64_t c = 0;
+  for (; c + 4 * kWidth <= n; c += 4 * kWidth) {
+    for (int j = 0; j < 4; ++j) {
+      V v;
+      std::memcpy(&v, x + c + j * kWidth, sizeof v);
+      lanes[j] += v;
+    }
+  }
   for (; c + kWidth <= n; c += kWidth) {
     V v;
     std::memcpy(&v, x + c, sizeof v);
-    lanes += v;
+    lanes[0] += v;
   }
+  const V total = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
   T sum = 0;
-  for (int64_t i = 0; i < kWidth; ++i) sum += lanes[i];
+  for (int64_t i = 0; i < kWidth; ++i) sum += total[i];
   for (; c < n; ++c) sum += x[c];
   return sum;
 }
@@ -116,6 +151,28 @@ template <typename T>
   }
 }
 
+template <typename T>
+[[gnu::always_inline]] inline void softmax_gradient_rows_impl(T* x, int64_t rows, int64_t cols, int64_t stride,
+                                                              const T* row_scales, T offset,
+                                                              const int64_t* target_columns, T target_weight,
+                                                              const T* row_weights, T* column_sums) {
+  for (int64_t r = 0; r < rows; ++r) {
+    T* row = x + r * stride;
+    const T scale = row_scales[r], weight = row_weights[r];
+#pragma GCC ivdep  // the row and the column sums never overlap
+    for (int64_t c = 0; c < cols; ++c) {
+      const T gradient = row[c] * scale - offset;
+      row[c] = gradient;
+      column_sums[c] += weight * gradient;
+    }
+    const int64_t target = target_columns[r];
+    if (target >= 0) {
+      row[target] -= target_weight;
+      column_sums[target] -= weight * target_weight;
+    }
+  }
+}
+
 }  // namespace
 
 #define LUONG_ROW_CLONES LUONG_X86_CLONES
@@ -142,6 +199,24 @@ LUONG_ROW_CLONES void log_sum_exponentials(const float* x, int64_t rows, int64_t
 LUONG_ROW_CLONES void log_sum_exponentials(const double* x, int64_t rows, int64_t cols, int64_t stride, double* maxima,
                                            double* log_sums) {
   log_sum_exponentials_impl(x, rows, cols, stride, maxima, log_sums);
+}
+
+}  // namespace luong::models
+
+namespace luong::models {
+
+LUONG_ROW_CLONES void softmax_gradient_rows(float* x, int64_t rows, int64_t cols, int64_t stride, const float* row_scales,
+                                            float offset, const int64_t* target_columns, float target_weight,
+                                            const float* row_weights, float* column_sums) {
+  softmax_gradient_rows_impl(x, rows, cols, stride, row_scales, offset, target_columns, target_weight, row_weights,
+                             column_sums);
+}
+
+LUONG_ROW_CLONES void softmax_gradient_rows(double* x, int64_t rows, int64_t cols, int64_t stride,
+                                            const double* row_scales, double offset, const int64_t* target_columns,
+                                            double target_weight, const double* row_weights, double* column_sums) {
+  softmax_gradient_rows_impl(x, rows, cols, stride, row_scales, offset, target_columns, target_weight, row_weights,
+                             column_sums);
 }
 
 }  // namespace luong::models
