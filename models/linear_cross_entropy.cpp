@@ -38,7 +38,7 @@ void for_each_slice(std::size_t count, const Body& body) {
 struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropyFunction> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& weight_in,
                                const torch::Tensor& bias_in, const torch::Tensor& targets_in, double smoothing,
-                               bool bf16) {
+                               bool bf16, bool needs_grad) {
     RECORD_FUNCTION("luong::LinearCrossEntropyFunction::forward", std::vector<c10::IValue>());
     const MatrixProducts products{bf16};
     const torch::Tensor x = x_in.detach().contiguous(), bias = bias_in.detach();
@@ -91,24 +91,18 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
       for (std::size_t s = 1; s < slices.size(); ++s) logit_sum = logit_sum + logit_sums[s];
       losses = top + total.log() - (1 - smoothing) * target_logit - smoothing * logit_sum / static_cast<double>(V);
     }
-    // Pass 2 per slice: softmax, then minus the (smoothed) one-hot target: the gradient of each
-    // row's loss, p - (1 - eps) onehot - eps / V.
-    for_each_slice(slices.size(), [&](std::size_t s) {
-      const Slice slice = slices[s];
-      probs[s].mul_(((maxima[s] - top).exp() / total).unsqueeze(1));
-      if (smoothing > 0) probs[s].sub_(smoothing / static_cast<double>(V));
-      AT_DISPATCH_FLOATING_TYPES(probs[s].scalar_type(), "linear_cross_entropy_onehot", [&] {
-        scalar_t* p = probs[s].data_ptr<scalar_t>();
-        const auto target_weight = static_cast<scalar_t>(1 - smoothing);
-        const int64_t width = slice.end - slice.begin;
-        for (int64_t n = 0; n < N; ++n) {
-          if (tgt[n] >= slice.begin && tgt[n] < slice.end) p[n * width + tgt[n] - slice.begin] -= target_weight;
-        }
-      });
-    });
+    if (!needs_grad) return {losses};
+    // What the backward forms the gradient from, in the exponentials' buffers: each row's factor from
+    // its slice's exponentials to probabilities, exp(slice maximum - M) / sum.
+    std::vector<torch::Tensor> row_scales;
+    for (std::size_t s = 0; s < slices.size(); ++s) row_scales.push_back(((maxima[s] - top).exp() / total).contiguous());
     ctx->saved_data["x"] = x;
     ctx->saved_data["weight"] = weight;
-    ctx->saved_data["dlogits"] = probs;
+    ctx->saved_data["exponentials"] = probs;
+    ctx->saved_data["row_scales"] = row_scales;
+    ctx->saved_data["targets"] = targets;
+    ctx->saved_data["smoothing"] = smoothing;
+    ctx->saved_data["gradient_formed"] = false;
     std::vector<int64_t> bounds;
     for (const Slice& slice : slices) bounds.push_back(slice.begin);
     bounds.push_back(V);
@@ -120,28 +114,48 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const torch::Tensor x = ctx->saved_data["x"].toTensor();
     const torch::Tensor weight = ctx->saved_data["weight"].toTensor();
-    const std::vector<torch::Tensor> dlogits = ctx->saved_data["dlogits"].toTensorVector();
+    const std::vector<torch::Tensor> dlogits = ctx->saved_data["exponentials"].toTensorVector();
+    const std::vector<torch::Tensor> row_scales = ctx->saved_data["row_scales"].toTensorVector();
+    const torch::Tensor targets = ctx->saved_data["targets"].toTensor();
+    const double smoothing = ctx->saved_data["smoothing"].toDouble();
     const std::vector<int64_t> bounds = ctx->saved_data["bounds"].toIntVector();
+    // The first backward turns the exponentials into the gradient in place; a second one (a retained
+    // graph) finds it formed.
+    const bool formed = ctx->saved_data["gradient_formed"].toBool();
+    ctx->saved_data["gradient_formed"] = true;
     const torch::Tensor g = grads[0].detach().contiguous();  // [N]
+    const int64_t N = x.size(0), V = weight.size(0);
     const MatrixProducts products{ctx->saved_data["bf16"].toBool()};
     // d loss_n / d logits_n = g_n (p_n - onehot_n): scale x's rows by g instead of dlogits' rows.
     const torch::Tensor x_scaled = products.operand(x * g.unsqueeze(1));
     torch::Tensor dweight = torch::empty(weight.sizes(), x.options());  // float32 (weight may be bf16)
-    torch::Tensor dbias = torch::empty({weight.size(0)}, x.options());
+    torch::Tensor dbias = formed ? torch::empty({V}, x.options()) : torch::zeros({V}, x.options());
     std::vector<torch::Tensor> dx_parts(dlogits.size());
     for_each_slice(dlogits.size(), [&](std::size_t s) {
       const int64_t begin = bounds[s], width = bounds[s + 1] - bounds[s];
+      torch::Tensor db = dbias.narrow(0, begin, width);
+      if (formed) {
+        torch::mv_out(db, dlogits[s].t(), g);
+      } else {
+        // p - (1 - eps) onehot - eps / V, and the bias's gradient in the same pass.
+        std::vector<int64_t> target_columns(static_cast<std::size_t>(N));
+        const int64_t* tgt = targets.data_ptr<int64_t>();
+        for (int64_t n = 0; n < N; ++n) target_columns[n] = tgt[n] >= begin && tgt[n] < begin + width ? tgt[n] - begin : -1;
+        AT_DISPATCH_FLOATING_TYPES(dlogits[s].scalar_type(), "linear_cross_entropy_gradient", [&] {
+          softmax_gradient_rows(dlogits[s].data_ptr<scalar_t>(), N, width, width, row_scales[s].data_ptr<scalar_t>(),
+                                static_cast<scalar_t>(smoothing / static_cast<double>(V)), target_columns.data(),
+                                static_cast<scalar_t>(1 - smoothing), g.data_ptr<scalar_t>(), db.data_ptr<scalar_t>());
+        });
+      }
       torch::Tensor dw = dweight.narrow(0, begin, width);
       const torch::Tensor d = products.operand(dlogits[s]);
       products.mm_out(dw, d.t(), x_scaled);
-      torch::Tensor db = dbias.narrow(0, begin, width);
-      torch::mv_out(db, dlogits[s].t(), g);
       dx_parts[s] = products.mm(d, weight.narrow(0, begin, width));
     });
     torch::Tensor dx = dx_parts[0];
     for (std::size_t s = 1; s < dx_parts.size(); ++s) dx += dx_parts[s];
     dx.mul_(g.unsqueeze(1));
-    return {dx, dweight, dbias, torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {dx, dweight, dbias, torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -152,7 +166,10 @@ torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& 
   TORCH_CHECK(x.device().is_cpu(), "linear_cross_entropy runs on the CPU");
   TORCH_CHECK(label_smoothing >= 0 && label_smoothing < 1, "linear_cross_entropy: label smoothing outside [0, 1)");
   const FusedKernelCall call(weight);
-  return LinearCrossEntropyFunction::apply(call.input(x), weight, bias, targets, label_smoothing, call.bf16)[0];
+  const bool needs_grad =
+      torch::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() || bias.requires_grad());
+  return LinearCrossEntropyFunction::apply(call.input(x), weight, bias, targets, label_smoothing, call.bf16,
+                                           needs_grad)[0];
 }
 
 }  // namespace luong::models

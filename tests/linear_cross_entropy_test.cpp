@@ -92,6 +92,37 @@ TEST_P(LinearCrossEntropyTest, Float32PanelsMatchTheLibraryAndDouble) {
   }
 }
 
+// The backward forms the gradient in the forward's buffers: a retained graph's second backward finds
+// it formed and gives the same gradients; a forward without grad gives the same losses.
+TEST_P(LinearCrossEntropyTest, SecondBackwardAndNoGradForwardAgree) {
+  torch::manual_seed(11);
+  const int64_t N = 19, H = 6, V = 97;
+  const torch::Tensor x = torch::randn({N, H}, torch::kDouble).requires_grad_();
+  const torch::Tensor w = torch::randn({V, H}, torch::kDouble).requires_grad_();
+  const torch::Tensor b = torch::randn({V}, torch::kDouble).requires_grad_();
+  const torch::Tensor targets = torch::randint(V, {N}, torch::kLong);
+  const torch::Tensor weights = torch::rand({N}, torch::kDouble) + 0.5;
+  const torch::Tensor losses = linear_cross_entropy(x, w, b, targets, 0.1);
+  (losses * weights).sum().backward({}, /*retain_graph=*/true);
+  const std::vector<torch::Tensor> first = {x.grad().clone(), w.grad().clone(), b.grad().clone()};
+  for (const torch::Tensor& p : {x, w, b}) p.mutable_grad().zero_();
+  (losses * weights).sum().backward();
+  const std::vector<torch::Tensor> second = {x.grad(), w.grad(), b.grad()};
+  const char* names[] = {"d x", "d weight", "d bias"};
+  for (std::size_t i = 0; i < first.size(); ++i) {
+    const double diff = (first[i] - second[i]).abs().max().item<double>();
+    EXPECT_LE(diff, 1e-14 * std::max(first[i].abs().max().item<double>(), 1.0)) << names[i];
+    EXPECT_GT(first[i].abs().max().item<double>(), 0.0) << names[i];
+  }
+  torch::Tensor without_grad;
+  {
+    torch::NoGradGuard no_grad;
+    without_grad = linear_cross_entropy(x, w, b, targets, 0.1);
+  }
+  EXPECT_FALSE(without_grad.requires_grad());
+  EXPECT_TRUE(torch::equal(without_grad, losses.detach()));
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, LinearCrossEntropyTest, ::testing::Values(1, 2, 3));
 
 TEST(LinearCrossEntropyErrorsTest, RejectsTargetsOutsideTheVocabulary) {

@@ -2,8 +2,9 @@
 // The vocabulary projection and the cross-entropy as one autograd node. Autograd's version makes
 // ~6 passes over the [N, V] logits (log_softmax, nll, the zero-filled gradient, log_softmax's
 // backward, the bias sum). Here the vocabulary is cut into one slice per intra-op thread: each slice's logits,
-// softmax statistics, gradient and products run on its own thread, and the softmax gradient is
-// formed in the logits' buffer during the forward pass (the backward only scales rows).
+// softmax statistics, gradient and products run on its own thread. The forward leaves each slice's
+// exponentials in its logits' buffer (nothing more without grad); the backward forms the softmax
+// gradient there, the bias's gradient in the same pass, and multiplies.
 #include <torch/torch.h>
 
 namespace luong::models {

@@ -22,4 +22,16 @@ void log_sum_exponentials(const float* x, int64_t rows, int64_t cols, int64_t st
 void log_sum_exponentials(const double* x, int64_t rows, int64_t cols, int64_t stride, double* maxima,
                           double* log_sums);
 
+/// The softmax cross-entropy's gradient, formed in place from the exponentials that exponentiate_rows
+/// left in x [rows, cols] (row stride `stride`): row r scaled by row_scales[r] (to probabilities), less
+/// `offset` (label smoothing's eps / V), less target_weight at column target_columns[r] (none where it
+/// is negative); and the bias's gradient alongside, column_sums[c] += row_weights[r] x[r][c] over the
+/// rows, in the same pass over x (a separate gemv over the logits ran at a few GFLOP/s).
+void softmax_gradient_rows(float* x, int64_t rows, int64_t cols, int64_t stride, const float* row_scales, float offset,
+                           const int64_t* target_columns, float target_weight, const float* row_weights,
+                           float* column_sums);
+void softmax_gradient_rows(double* x, int64_t rows, int64_t cols, int64_t stride, const double* row_scales,
+                           double offset, const int64_t* target_columns, double target_weight,
+                           const double* row_weights, double* column_sums);
+
 }  // namespace luong::models
