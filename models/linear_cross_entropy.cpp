@@ -6,6 +6,7 @@
 #include "luong/models/row_exponentials.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace luong::models {
@@ -79,23 +80,40 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
       });
       probs[s] = logits;
     });
-    // Combine the slices' statistics: log sum exp = M + log sum_s sums_s exp(maxima_s - M).
-    torch::Tensor top = maxima[0].clone();
-    for (std::size_t s = 1; s < slices.size(); ++s) top = torch::maximum(top, maxima[s]);
-    torch::Tensor total = torch::zeros_like(top);
-    for (std::size_t s = 0; s < slices.size(); ++s) total += sums[s] * (maxima[s] - top).exp();
-    // (1 - eps) (lse - l_target) + eps (lse - mean_v l_v)
-    torch::Tensor losses = top + total.log() - target_logit;
-    if (smoothing > 0) {
-      torch::Tensor logit_sum = logit_sums[0];
-      for (std::size_t s = 1; s < slices.size(); ++s) logit_sum = logit_sum + logit_sums[s];
-      losses = top + total.log() - (1 - smoothing) * target_logit - smoothing * logit_sum / static_cast<double>(V);
-    }
-    if (!needs_grad) return {losses};
-    // What the backward forms the gradient from, in the exponentials' buffers: each row's factor from
-    // its slice's exponentials to probabilities, exp(slice maximum - M) / sum.
+    // Combine the slices' statistics, row by row (a dozen LibTorch ops on [N] vectors cost more than
+    // this loop): log sum exp = M + log sum_s sums_s exp(maxima_s - M), the loss
+    // (1 - eps) (lse - l_target) + eps (lse - mean_v l_v), and, for the backward, each slice's factor
+    // from its exponentials to probabilities, exp(maxima_s - M) / sum.
+    torch::Tensor losses = torch::empty({N}, x.options());
     std::vector<torch::Tensor> row_scales;
-    for (std::size_t s = 0; s < slices.size(); ++s) row_scales.push_back(((maxima[s] - top).exp() / total).contiguous());
+    for (std::size_t s = 0; s < slices.size() && needs_grad; ++s) row_scales.push_back(torch::empty({N}, x.options()));
+    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "linear_cross_entropy_combine", [&] {
+      const auto pointers = [](const std::vector<torch::Tensor>& tensors) {
+        std::vector<scalar_t*> out;
+        for (const torch::Tensor& t : tensors) out.push_back(t.defined() ? t.data_ptr<scalar_t>() : nullptr);
+        return out;
+      };
+      const std::vector<scalar_t*> slice_maxima = pointers(maxima), slice_sums = pointers(sums),
+                                   slice_logit_sums = pointers(logit_sums), scales = pointers(row_scales);
+      const scalar_t* target_logits = target_logit.data_ptr<scalar_t>();
+      scalar_t* loss = losses.data_ptr<scalar_t>();
+      const auto eps = static_cast<scalar_t>(smoothing);
+      const auto vocab = static_cast<scalar_t>(V);
+      for (int64_t n = 0; n < N; ++n) {
+        scalar_t top = slice_maxima[0][n];
+        for (std::size_t s = 1; s < slices.size(); ++s) top = std::max(top, slice_maxima[s][n]);
+        scalar_t total = 0, logit_sum = 0;
+        for (std::size_t s = 0; s < slices.size(); ++s) {
+          total += slice_sums[s][n] * std::exp(slice_maxima[s][n] - top);
+          if (smoothing > 0) logit_sum += slice_logit_sums[s][n];
+        }
+        const scalar_t lse = top + std::log(total);
+        loss[n] = smoothing > 0 ? lse - (scalar_t(1) - eps) * target_logits[n] - eps * logit_sum / vocab
+                                : lse - target_logits[n];
+        for (std::size_t s = 0; s < scales.size(); ++s) scales[s][n] = std::exp(slice_maxima[s][n] - top) / total;
+      }
+    });
+    if (!needs_grad) return {losses};
     ctx->saved_data["x"] = x;
     ctx->saved_data["weight"] = weight;
     ctx->saved_data["exponentials"] = probs;
