@@ -243,9 +243,11 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
     check_inputs(lengths, B, S);
     const PackedRows packed(lengths, S, row_block_count(B, D));
     const torch::Tensor x = packed.to_kernel(x_in).transpose(0, 1);  // [S, B, I]
-    // The real tokens' inputs and the weights as the products take them, converted once here and kept
-    // for the backward pass.
-    const torch::Tensor x_operand = products.operand(packed.real(x));  // [N, I]
+    // The real tokens' inputs [N, I]: the input projection's a (float32: the panels round it), and,
+    // as the products take a b, the weight gradients' in the backward pass; the weights as the
+    // products take them. Each converted once here.
+    const torch::Tensor x_real = packed.real(x);
+    const torch::Tensor x_operand = products.operand(x_real);
     std::vector<DirectionBuffers> directions;
     std::vector<torch::Tensor> gi, bias_hh;
     std::vector<PanelOperand> w_hh_t;
@@ -257,7 +259,7 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
                            torch::zeros({S + 1, B, H}, x.options()),
                            lstm ? torch::zeros({S + 1, B, H}, x.options()) : torch::Tensor(),
                            torch::empty({S, B, Z * H}, x.options())};
-      gi.push_back(products.addmm(w[2], x_operand, dir.w_ih.t()));  // [N, G H]
+      gi.push_back(products.addmm(w[2], x_real, dir.w_ih.t()));  // [N, G H]
       w_hh_t.push_back(products.panel_operand(dir.w_hh.t()));
       bias_hh.push_back(w[3].detach());
       directions.push_back(std::move(dir));

@@ -166,9 +166,8 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
         });
       }
       torch::Tensor dw = dweight.narrow(0, begin, width);
-      const torch::Tensor d = products.operand(dlogits[s]);
-      products.mm_out(dw, d.t(), x_scaled);
-      dx_parts[s] = products.mm(d, weight.narrow(0, begin, width));
+      products.mm_out(dw, dlogits[s].t(), x_scaled);
+      dx_parts[s] = products.mm(dlogits[s], weight.narrow(0, begin, width));
     });
     torch::Tensor dx = dx_parts[0];
     for (std::size_t s = 1; s < dx_parts.size(); ++s) dx += dx_parts[s];

@@ -40,6 +40,7 @@ std::atomic<Float32Products>& current_choice() {
 std::atomic<int64_t> onednn_products{0};
 std::atomic<int64_t> panel_products{0};
 std::atomic<int64_t> products_dealt{0};
+std::atomic<int64_t> bf16_library_products{0};
 
 struct PanelChoice {
   bool enabled = true;
@@ -120,6 +121,8 @@ int64_t panel_products_run() { return panel_products.load(std::memory_order_rela
 
 int64_t products_dealt_run() { return products_dealt.load(std::memory_order_relaxed); }
 
+int64_t bf16_library_products_run() { return bf16_library_products.load(std::memory_order_relaxed); }
+
 void read_product_environment() {
   (void)float32_products();
   (void)panel_products_enabled();
@@ -133,7 +136,7 @@ PanelOperand::PanelOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
   if (bf16) {
     bf16_kernel_ = bf16_panel_kernel();
     if (bf16_kernel_ == Bf16PanelKernel::kNone) return;
-    if (source.scalar_type() != torch::kBFloat16) source = source.to(torch::kBFloat16);
+    source = detail::to_bf16(source);
     panels_ = torch::empty({bf16_panel_elements(k, n)}, source.options());
   } else {
     if (panel_isa_here() == PanelIsa::kNone || b.scalar_type() != torch::kFloat) return;
@@ -230,6 +233,11 @@ bool use_onednn(const torch::Tensor& a, const torch::Tensor& b, const torch::Ten
   (void)a, (void)b, (void)out;
   return false;
 #endif
+}
+
+torch::Tensor library_bf16_mm(const torch::Tensor& a, const torch::Tensor& b) {
+  bf16_library_products.fetch_add(1, std::memory_order_relaxed);
+  return to_bf16(a).mm(to_bf16(b));
 }
 
 void onednn_mm(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, bool accumulate) {

@@ -331,15 +331,16 @@ TEST(MatrixProductsTest, LinearThroughProductsEqualsTorchLinear) {
   set_float32_products(before);
 }
 
-// Counts the matrix products with bf16 operands, on every thread (the kernels' products run on the
-// intra-op pool's threads).
+// Counts LibTorch's matrix products with bf16 operands, on every thread (the kernels' products run on
+// the intra-op pool's threads), the module ops' under autocast among them.
 std::atomic<int> bf16_products_seen{0};
 
 double relative_difference(const torch::Tensor& a, const torch::Tensor& reference) {
   return (a - reference).norm().item<double>() / reference.norm().item<double>();
 }
 
-// bf16 precision: the fused kernels' products in bf16 (the observer counts them), the loss and every
+// bf16 precision: the fused kernels' products in bf16 (in bf16 panels where the processor has
+// AVX512-BF16, every one of them; elsewhere in LibTorch's bf16 product, which the observer sees), the loss and every
 // gradient within bf16's rounding of the float32 module path, and so are the modules under LibTorch's
 // autocast; and bf16 is really what the result came from (it differs from float32's).
 TEST_P(FusedRecurrenceTest, Bf16StaysCloseToFloat32AndTheModulePath) {
@@ -357,20 +358,27 @@ TEST_P(FusedRecurrenceTest, Bf16StaysCloseToFloat32AndTheModulePath) {
         }
         return nullptr;
       }).needsInputs(true));
-  const int64_t panels_before = panel_products_run();
+  const int64_t panels_before = panel_products_run(), library_before = bf16_library_products_run();
   const LossAndGradients fused16 = run(model, true, batch, Precision::kBFloat16);
   const int64_t bf16_panel_products = panel_products_run() - panels_before;
+  const int64_t library_products = bf16_library_products_run() - library_before;
   const int fused_products = bf16_products_seen.exchange(0);
   const LossAndGradients modules16 = run(model, false, batch, Precision::kBFloat16);
   at::removeCallback(handle);
-  EXPECT_GT(fused_products, 0) << "the fused kernels multiplied nothing in bf16";
-  // Their per-step products run in bf16 panels where the processor has AVX512-BF16.
+  // Where the processor has AVX512-BF16, every product of the fused kernels runs in bf16 panels, the
+  // whole batch's too (their float32 a operands rounded as the kernels go); elsewhere in LibTorch's
+  // bf16 product.
   if (bf16_panels_here() && panel_products_enabled()) {
     EXPECT_GT(bf16_panel_products, 0) << "no bf16 panel product ran";
+    EXPECT_EQ(library_products, 0) << "a product left the bf16 panels for LibTorch's bf16 product";
+  } else {
+    EXPECT_GT(fused_products, 0) << "the fused kernels multiplied nothing in bf16";
+    EXPECT_GT(library_products, 0);
   }
   const double loss_change = std::abs(fused16.loss - fused32.loss) / std::abs(reference.loss);
-  std::printf("  %-12s loss float32 %.6f, bf16 fused %.6f / modules %.6f; %d bf16 products\n", GetParam().name.c_str(),
-              reference.loss, fused16.loss, modules16.loss, fused_products);
+  std::printf("  %-12s loss float32 %.6f, bf16 fused %.6f / modules %.6f; bf16 products: %lld in panels, %lld in LibTorch\n",
+              GetParam().name.c_str(), reference.loss, fused16.loss, modules16.loss,
+              static_cast<long long>(bf16_panel_products), static_cast<long long>(library_products));
   EXPECT_GT(loss_change, 1e-6) << "bf16 changed nothing: the products ran in float32";
   EXPECT_LE(loss_change, 1e-2);
   EXPECT_NEAR(modules16.loss, reference.loss, 1e-2 * std::abs(reference.loss));

@@ -39,6 +39,12 @@ bool onednn_chosen_for(int64_t m, int64_t k, int64_t n);
 bool use_onednn(const torch::Tensor& a, const torch::Tensor& b, const torch::Tensor& out = {});
 /// out = a b, or out += a b when `accumulate`, by oneDNN (out: rows of unit column stride).
 void onednn_mm(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, bool accumulate);
+/// a b by LibTorch's bf16 product (oneDNN; the result rounded to bf16), the operands converted where
+/// they are not bf16: where no bf16 panel kernel takes a product.
+torch::Tensor library_bf16_mm(const torch::Tensor& a, const torch::Tensor& b);
+inline torch::Tensor to_bf16(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kBFloat16 ? t : t.to(torch::kBFloat16);
+}
 }  // namespace detail
 
 /// Whether the fused kernels' per-step products (and the loss's logits) run in panels
@@ -56,6 +62,10 @@ void set_amx_panels_enabled(bool enabled);
 int64_t panel_products_run();
 /// The products MatrixProducts::mm_each has dealt out to threads in this process (as above).
 int64_t products_dealt_run();
+/// The bf16 products LibTorch's bf16 product has run in this process (as above): where a bf16 panel
+/// kernel is here, a training step's products run none (the fused kernels hand the products float32
+/// a operands, which the panels round as they go).
+int64_t bf16_library_products_run();
 /// Reads LUONG_FLOAT32_PRODUCTS and LUONG_PANEL_PRODUCTS now (a bad value throws Error), as every
 /// command does first, so that a bad value ends it before it has written anything.
 void read_product_environment();
@@ -102,14 +112,16 @@ struct MatrixProducts {
   /// A weight's transpose or itself (b) as the panel products take it: once per kernel call.
   PanelOperand panel_operand(const torch::Tensor& b) const { return PanelOperand(b, bf16); }
 
-  /// A weight as the products take it, converted once per kernel call rather than once per step.
-  torch::Tensor operand(const torch::Tensor& weight) const { return bf16 ? to_bf16(weight) : weight; }
+  /// A right operand b as the products take it (under bf16 a weight or a weight gradient's b, rounded
+  /// once per kernel call rather than once per step). A left operand a stays float32: the bf16 panels
+  /// round its rows as they go, and decline an a that is bf16 already.
+  torch::Tensor operand(const torch::Tensor& weight) const { return bf16 ? detail::to_bf16(weight) : weight; }
 
   /// a b, in float32 under bf16.
   torch::Tensor mm(const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
       const torch::Tensor out = bf16_in_panels({}, a, b, {});
-      return out.defined() ? out : to_bf16(a).mm(to_bf16(b)).to(torch::kFloat);
+      return out.defined() ? out : detail::library_bf16_mm(a, b).to(torch::kFloat);
     }
     if (!detail::use_onednn(a, b)) return a.mm(b);
     torch::Tensor out = torch::empty({a.size(0), b.size(1)}, a.options());
@@ -120,7 +132,7 @@ struct MatrixProducts {
   torch::Tensor addmm(const torch::Tensor& bias, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
       const torch::Tensor out = bf16_in_panels({}, a, b, bias);
-      return out.defined() ? out : torch::add(bias, to_bf16(a).mm(to_bf16(b)));
+      return out.defined() ? out : torch::add(bias, detail::library_bf16_mm(a, b));
     }
     if (!detail::use_onednn(a, b)) return torch::addmm(bias, a, b);
     torch::Tensor out = bias.expand({a.size(0), b.size(1)}).contiguous();
@@ -129,7 +141,7 @@ struct MatrixProducts {
   }
   void addmm_out(torch::Tensor& out, const torch::Tensor& bias, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
-      if (!bf16_in_panels(out, a, b, bias).defined()) torch::add_out(out, bias, to_bf16(a).mm(to_bf16(b)));
+      if (!bf16_in_panels(out, a, b, bias).defined()) torch::add_out(out, bias, detail::library_bf16_mm(a, b));
     } else if (detail::use_onednn(a, b, out)) {
       out.copy_(bias.expand_as(out));
       detail::onednn_mm(out, a, b, true);
@@ -139,7 +151,7 @@ struct MatrixProducts {
   }
   void mm_out(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
-      if (!bf16_in_panels(out, a, b, {}).defined()) out.copy_(to_bf16(a).mm(to_bf16(b)));
+      if (!bf16_in_panels(out, a, b, {}).defined()) out.copy_(detail::library_bf16_mm(a, b));
     } else if (detail::use_onednn(a, b, out)) {
       detail::onednn_mm(out, a, b, false);
     } else {
@@ -160,7 +172,7 @@ struct MatrixProducts {
   /// out += a b
   void add_mm_(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) const {
     if (bf16) {
-      if (!bf16_in_panels(out, a, b, out).defined()) out.add_(to_bf16(a).mm(to_bf16(b)));
+      if (!bf16_in_panels(out, a, b, out).defined()) out.add_(detail::library_bf16_mm(a, b));
     } else if (detail::use_onednn(a, b, out)) {
       detail::onednn_mm(out, a, b, true);
     } else {
@@ -181,9 +193,6 @@ struct MatrixProducts {
     if (panels.bf16_kernel() == Bf16PanelKernel::kNone) return {};
     if (!out.defined()) out = torch::empty({a.size(0), b.size(1)}, a.options());
     return panels.multiply(out, a, init, /*parallel=*/true) ? out : torch::Tensor();
-  }
-  static torch::Tensor to_bf16(const torch::Tensor& t) {
-    return t.scalar_type() == torch::kBFloat16 ? t : t.to(torch::kBFloat16);
   }
 };
 
