@@ -2,7 +2,9 @@
 // (luong/models/panel_products.h), in MKL (LibTorch's mm) and in oneDNN, each product against one of
 // `weights` different weights in turn, so that the weights come from L3 as they do between a step's
 // products; under bf16 precision (where the processor has AVX512-BF16), bf16 panels (AVX512-BF16's
-// kernel, and AMX's where the processor has it) against LibTorch's bf16 product (oneDNN). Also the time to lay a weight out in panels, both ways round.
+// kernel, and AMX's where the processor has it) against LibTorch's bf16 product (oneDNN). Also the
+// time to lay a weight out in panels, both ways round, and its transpose in bf16 panels: converted
+// to bf16 first, or rounded as it is laid out.
 //
 // With --whole-batch: a whole batch's bf16 products over 2 threads (tokens x in against a weight
 // [out, in]: the input projection, the input gradient, and the weight gradient with its transposed
@@ -69,17 +71,25 @@ void measure(int64_t m, int64_t k, int64_t n) {
               std::min(mkl_time, onednn_time) / panel_time, transposed_pack * 1e6, plain_pack * 1e6);
   if (luong::models::bf16_panels_here()) {
     const MatrixProducts bf16{true};
-    std::vector<torch::Tensor> bf16_operands;
-    for (int i = 0; i < kWeights; ++i) bf16_operands.push_back(bf16.operand(weights[i]).t());
     const auto panel_time = [&](bool amx) {
       luong::models::set_amx_panels_enabled(amx);
       std::vector<PanelOperand> bf16_panels;
-      for (int i = 0; i < kWeights; ++i) bf16_panels.push_back(PanelOperand(bf16_operands[i], true));
+      for (int i = 0; i < kWeights; ++i) bf16_panels.push_back(PanelOperand(operands[i], true));
       return seconds_per_call([&](int i) { bf16.mm_out(out, a, bf16_panels[i]); });
     };
     const double avx512_bf16 = panel_time(false);
+    // LibTorch's bf16 product (panels off), the weights converted once as a kernel call converts them
+    luong::models::set_panel_products_enabled(false);
+    std::vector<torch::Tensor> bf16_operands;
+    for (int i = 0; i < kWeights; ++i) bf16_operands.push_back(bf16.operand(weights[i]).t());
     const double library16 = seconds_per_call([&](int i) { bf16.mm_out(out, a, bf16_operands[i]); });
-    std::printf("   %7.1f  %7.1f   %6.2fx", flop / avx512_bf16 / 1e9, flop / library16 / 1e9, library16 / avx512_bf16);
+    luong::models::set_panel_products_enabled(true);
+    // A weight's transpose into bf16 panels: converted to bf16 first, or rounded as it is laid out
+    const double converted_pack =
+        seconds_per_call([&](int i) { PanelOperand(weights[i].to(torch::kBFloat16).t(), true); });
+    const double rounding_pack = seconds_per_call([&](int i) { PanelOperand(operands[i], true); });
+    std::printf("   %7.1f  %7.1f   %6.2fx  %9.1f  %9.1f", flop / avx512_bf16 / 1e9, flop / library16 / 1e9,
+                library16 / avx512_bf16, converted_pack * 1e6, rounding_pack * 1e6);
     if (luong::models::bf16_panel_kernel_here() == luong::models::Bf16PanelKernel::kAmx) {
       const double amx = panel_time(true);
       std::printf("   %7.1f  %6.2fx", flop / amx / 1e9, std::min(library16, avx512_bf16) / amx);
@@ -149,7 +159,7 @@ int main(int argc, char** argv) {
               isa == luong::models::PanelIsa::kAvx512 ? "AVX-512" : "AVX2",
               static_cast<long long>(luong::models::panel_width(isa)));
   std::printf("product                      GFLOP/s: panels      MKL   oneDNN  speed-up  pack w^T us  pack w us%s%s\n",
-              luong::models::bf16_panels_here() ? "   bf16: panels  library  speed-up" : "",
+              luong::models::bf16_panels_here() ? "   bf16: panels  library  speed-up  pack: converted  rounding" : "",
               luong::models::bf16_panel_kernel_here() == luong::models::Bf16PanelKernel::kAmx
                   ? "   AMX panels  speed-up"
                   : "");

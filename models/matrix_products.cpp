@@ -136,8 +136,8 @@ PanelOperand::PanelOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
   if (bf16) {
     bf16_kernel_ = bf16_panel_kernel();
     if (bf16_kernel_ == Bf16PanelKernel::kNone) return;
-    source = detail::to_bf16(source);
-    panels_ = torch::empty({bf16_panel_elements(k, n)}, source.options());
+    if (source.scalar_type() != torch::kFloat) source = detail::to_bf16(source);  // (a float32 b rounds as it packs)
+    panels_ = torch::empty({bf16_panel_elements(k, n)}, b.options().dtype(torch::kBFloat16));
   } else {
     if (panel_isa_here() == PanelIsa::kNone || b.scalar_type() != torch::kFloat) return;
     isa_ = panel_isa_here();
@@ -149,8 +149,13 @@ PanelOperand::PanelOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / (k * width));
   at::parallel_for(0, (n + width - 1) / width, grain, [&](int64_t first, int64_t last) {
     if (bf16_panels) {
-      pack_bf16_panels(reinterpret_cast<const uint16_t*>(source.data_ptr<at::BFloat16>()), k, n, source.stride(0),
-                       source.stride(1), reinterpret_cast<uint16_t*>(panels_.data_ptr<at::BFloat16>()), first, last);
+      auto* panels = reinterpret_cast<uint16_t*>(panels_.data_ptr<at::BFloat16>());
+      if (source.scalar_type() == torch::kFloat) {
+        pack_bf16_panels_rounding(source.data_ptr<float>(), k, n, source.stride(0), source.stride(1), panels, first, last);
+      } else {
+        pack_bf16_panels(reinterpret_cast<const uint16_t*>(source.data_ptr<at::BFloat16>()), k, n, source.stride(0),
+                         source.stride(1), panels, first, last);
+      }
     } else {
       pack_panels(isa_, source.data_ptr<float>(), k, n, source.stride(0), source.stride(1), panels_.data_ptr<float>(),
                   first, last);

@@ -446,6 +446,38 @@ void pack_bf16_panels(const uint16_t* b, int64_t k, int64_t n, int64_t row_strid
   }
 }
 
+void pack_bf16_panels_rounding(const float* b, int64_t k, int64_t n, int64_t row_stride, int64_t column_stride,
+                               uint16_t* panels, int64_t first_panel, int64_t last_panel) {
+#ifdef LUONG_PANEL_KERNELS
+  if (bf16_panel_kernel_here() != Bf16PanelKernel::kNone) {
+    if (std::max(row_stride, column_stride) * 15 > INT32_MAX) {
+      throw std::invalid_argument("pack_bf16_panels_rounding: b's stride is too large");
+    }
+    const int64_t panel_pairs = bf16_panel_pairs(k);
+    thread_local std::vector<uint16_t> rounded;
+    for (int64_t p = first_panel; p < last_panel; ++p) {
+      const int64_t j = p * 48, columns = std::min<int64_t>(48, n - j);
+      uint16_t* panel = panels + j * 2 * panel_pairs;
+      if (row_stride == 1) {
+        // A weight read as its transpose: the panel's columns are the weight's rows, rounded as rows
+        // (an odd k padded with a zero, which the panels' pairs pad with anyway).
+        const int64_t k_even = k + (k & 1);
+        rounded.resize(static_cast<std::size_t>(columns * k_even));
+        round_rows_bf16(b + j * column_stride, columns, k, column_stride, 1, rounded.data(), k_even);
+        pack_bf16_panels(rounded.data(), k_even, columns, 1, k_even, panel, 0, 1);
+      } else {
+        rounded.resize(static_cast<std::size_t>(k * 48));
+        round_rows_bf16(b + j * column_stride, k, columns, row_stride, column_stride, rounded.data(), 48);
+        pack_bf16_panels(rounded.data(), k, columns, 48, 1, panel, 0, 1);
+      }
+    }
+    return;
+  }
+#endif
+  (void)b, (void)k, (void)n, (void)row_stride, (void)column_stride, (void)panels, (void)first_panel, (void)last_panel;
+  throw std::invalid_argument("pack_bf16_panels_rounding: this processor has no bf16 panel kernel");
+}
+
 void bf16_panel_product(Bf16PanelKernel kernel, const float* a, int64_t m, int64_t k, int64_t lda,
                         const uint16_t* panels, int64_t n, float* c, int64_t ldc, const float* init, int64_t init_ld,
                         int64_t a_column_stride) {

@@ -4,6 +4,7 @@
 // MatrixProducts' per-step operations in panels against the libraries'.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <vector>
 
@@ -88,6 +89,42 @@ TEST(PanelProductsTest, EqualADoubleProductForEveryShapeAndStart) {
     }
   }
   EXPECT_EQ(checked, static_cast<int64_t>(isas.size()) * 4 * 10 * 2 * 10 * 4);
+}
+
+// A float32 b laid out in bf16 panels as it is rounded: the panels of b converted by LibTorch first,
+// bit for bit (nearest even), for a weight read as its transpose, a dense b and a strided one, odd
+// and even k, whole and partial panels, and only the panels asked for.
+TEST(PanelProductsTest, Bf16PanelsRoundedAsTheyArePackedEqualThoseOfTheConvertedOperand) {
+  if (!bf16_panels_here()) GTEST_SKIP() << "this processor has no AVX512-BF16";
+  torch::manual_seed(7);
+  int64_t compared = 0;
+  for (const int64_t k : {1, 2, 7, 33, 64, 131}) {
+    for (const int64_t n : {1, 5, 47, 48, 49, 100, 150}) {
+      const torch::Tensor weight = torch::randn({n, k}) * 3;
+      const torch::Tensor wide = torch::randn({k, 2 * n});
+      for (const torch::Tensor& b : {weight.t(), weight.t().contiguous(), wide.narrow(1, 0, 2 * n).slice(1, 0, 2 * n, 2)}) {
+        const torch::Tensor converted = b.to(torch::kBFloat16);
+        const int64_t panel_count = (n + 47) / 48, size = bf16_panel_elements(k, n);
+        std::vector<uint16_t> expected(static_cast<std::size_t>(size), 0xFFFF), rounded(expected);
+        pack_bf16_panels(reinterpret_cast<const uint16_t*>(converted.data_ptr<at::BFloat16>()), k, n,
+                         converted.stride(0), converted.stride(1), expected.data(), 0, panel_count);
+        // the last panels first, then the rest: each call lays out its panels and no others
+        pack_bf16_panels_rounding(b.data_ptr<float>(), k, n, b.stride(0), b.stride(1), rounded.data(), panel_count / 2,
+                                  panel_count);
+        if (panel_count > 1) {
+          const auto untouched = static_cast<std::size_t>(size / panel_count * (panel_count / 2));
+          ASSERT_TRUE(std::all_of(rounded.begin(), rounded.begin() + static_cast<std::ptrdiff_t>(untouched),
+                                  [](uint16_t v) { return v == 0xFFFF; }))
+              << "a panel outside the range was written";
+        }
+        pack_bf16_panels_rounding(b.data_ptr<float>(), k, n, b.stride(0), b.stride(1), rounded.data(), 0,
+                                  panel_count / 2);
+        ASSERT_EQ(rounded, expected) << "k " << k << " n " << n << " strides " << b.stride(0) << ", " << b.stride(1);
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 6 * 7 * 3);
 }
 
 // Every bf16 kernel here (AVX512-BF16, and AMX where the processor has it) against a double product

@@ -112,10 +112,17 @@ struct MatrixProducts {
   /// A weight's transpose or itself (b) as the panel products take it: once per kernel call.
   PanelOperand panel_operand(const torch::Tensor& b) const { return PanelOperand(b, bf16); }
 
-  /// A right operand b as the products take it (under bf16 a weight or a weight gradient's b, rounded
-  /// once per kernel call rather than once per step). A left operand a stays float32: the bf16 panels
-  /// round its rows as they go, and decline an a that is bf16 already.
-  torch::Tensor operand(const torch::Tensor& weight) const { return bf16 ? detail::to_bf16(weight) : weight; }
+  /// A right operand b as the products take it, once per kernel call: under bf16 rounded to bf16 for
+  /// LibTorch's bf16 product, which would convert it at every call; left in float32 where the bf16
+  /// panels take the products (they round b as they lay it out, and a's rows as they go: a left
+  /// operand a is never converted, the panels decline an a that is bf16 already).
+  torch::Tensor operand(const torch::Tensor& weight) const {
+    return bf16 && !bf16_panels_take_products() ? detail::to_bf16(weight) : weight;
+  }
+  /// Whether bf16 products go to the bf16 panels (enabled, and a kernel here).
+  static bool bf16_panels_take_products() {
+    return panel_products_enabled() && bf16_panel_kernel() != Bf16PanelKernel::kNone;
+  }
 
   /// a b, in float32 under bf16.
   torch::Tensor mm(const torch::Tensor& a, const torch::Tensor& b) const {

@@ -55,6 +55,11 @@ int64_t bf16_panel_elements(int64_t k, int64_t n);
 /// Panels [first_panel, last_panel) of the bf16 operand b (strides as pack_panels').
 void pack_bf16_panels(const uint16_t* b, int64_t k, int64_t n, int64_t row_stride, int64_t column_stride,
                       uint16_t* panels, int64_t first_panel, int64_t last_panel);
+/// The same panels of a float32 b, rounded to bf16 (to nearest even, as LibTorch's conversion) as
+/// they are laid out: a panel's columns at a time, through a buffer the cache holds, where converting
+/// the whole of b first went through memory twice. Needs a bf16 panel kernel here (its rounding).
+void pack_bf16_panels_rounding(const float* b, int64_t k, int64_t n, int64_t row_stride, int64_t column_stride,
+                               uint16_t* panels, int64_t first_panel, int64_t last_panel);
 /// c = init + bf16(a) b, as panel_product (a float32, rounded to bf16 to nearest even on the way), by
 /// `kernel` (one this processor runs: at most bf16_panel_kernel_here()). a[r, p] is a[r lda + p
 /// a_column_stride]: rows of any stride (a transposed matrix's too, gathered as they are rounded).
