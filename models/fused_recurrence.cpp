@@ -639,6 +639,16 @@ struct DecoderStack {
     }
   }
 
+  // Layer 0's w_ih gradient [G H, E + H], which two products fill: its embeddings' columns as
+  // outs[first], the fed-back (or context) ones as outs[first + 1], each in place (mm_each's outs).
+  torch::Tensor layer0_input_weight_gradient(std::vector<torch::Tensor>& outs, std::size_t first) const {
+    const int64_t E = w_embed.size(1), width = w_ih[0].size(1);
+    torch::Tensor gradient = torch::empty({G * H, width}, states[0].options());
+    outs[first] = gradient.narrow(1, 0, E);
+    outs[first + 1] = gradient.narrow(1, E, width - E);
+    return gradient;
+  }
+
   // Appends w_ih, w_hh, b_ih, b_hh's gradients per layer to `out`: layer 0's w_ih gradient is the
   // caller's, the other products those of add_weight_gradient_factors' factors, from `product` on.
   void append_weight_gradients(variable_list& out, const RealGateGradients& real, const torch::Tensor& dw_ih0,
@@ -840,13 +850,15 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
                                     {dgi0.t(), packed.real(attentional.narrow(0, 0, T))},
                                     {dpre_real.t(), packed.real(attention.contexts())}};
     stack.add_weight_gradient_factors(factors, real, packed);
-    const std::vector<torch::Tensor> product = products.mm_each(factors);
+    std::vector<torch::Tensor> outs(factors.size());
+    const torch::Tensor dw_ih0 = stack.layer0_input_weight_gradient(outs, 1);
+    const std::vector<torch::Tensor> product = products.mm_each(factors, outs);
     variable_list result = {packed.unpacked(product[0]).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
     DecoderInputs::restore_order(packed, result);
     result.emplace_back();  // lengths
     result.emplace_back();  // target lengths
-    stack.append_weight_gradients(result, real, torch::cat({product[1], product[2]}, 1), product.begin() + 4);
+    stack.append_weight_gradients(result, real, dw_ih0, product.begin() + 4);
     attention.append_parameter_gradients(result, top.narrow(0, 1, T), packed.tokens());
     result.push_back(product[3]);
     result.push_back(dpre_real.sum(0));
@@ -957,13 +969,15 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
                                     {dgi0.t(), packed.real(emb)},
                                     {dgi0.t(), packed.real(attention.contexts().narrow(2, 0, H))}};
     stack.add_weight_gradient_factors(factors, real, packed);
-    const std::vector<torch::Tensor> product = products.mm_each(factors);
+    std::vector<torch::Tensor> outs(factors.size());
+    const torch::Tensor dw_ih0 = stack.layer0_input_weight_gradient(outs, 1);
+    const std::vector<torch::Tensor> product = products.mm_each(factors, outs);
     variable_list result = {packed.unpacked(product[0]).transpose(0, 1), dh0, dc0};
     attention.append_input_gradients(result);
     DecoderInputs::restore_order(packed, result);
     result.emplace_back();  // lengths
     result.emplace_back();  // target lengths
-    stack.append_weight_gradients(result, real, torch::cat({product[1], product[2]}, 1), product.begin() + 3);
+    stack.append_weight_gradients(result, real, dw_ih0, product.begin() + 3);
     attention.append_parameter_gradients(result, top.narrow(0, 0, T), packed.tokens());
     for (int i = 0; i < 5; ++i) result.emplace_back();  // the mask, the attention's configuration, scale, lstm, bf16
     return result;

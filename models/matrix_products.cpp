@@ -301,7 +301,10 @@ torch::Tensor linear_through_products(const torch::Tensor& x, const torch::Tenso
   return y.view(shape);
 }
 
-std::vector<torch::Tensor> MatrixProducts::mm_each(const std::vector<Factors>& factors) const {
+std::vector<torch::Tensor> MatrixProducts::mm_each(const std::vector<Factors>& factors,
+                                                   const std::vector<torch::Tensor>& outs) const {
+  TORCH_CHECK(outs.empty() || outs.size() == factors.size(), "mm_each: ", outs.size(), " outputs for ", factors.size(),
+              " products");
   // Below this many multiply-adds a product is dealt whole to a thread: the largest of the notebook's
   // weight gradients is 2.5 million, hidden 512's are hundreds of millions, which the libraries split well.
   constexpr int64_t kDealtProduct = int64_t{1} << 24;
@@ -309,7 +312,14 @@ std::vector<torch::Tensor> MatrixProducts::mm_each(const std::vector<Factors>& f
   std::vector<int64_t> sizes;
   for (const auto& [a, b] : factors) sizes.push_back(a.size(0) * a.size(1) * b.size(1));
   std::vector<torch::Tensor> out(factors.size());
-  const auto multiply = [&](std::size_t i) { out[i] = mm(factors[i].first, factors[i].second); };
+  const auto multiply = [&](std::size_t i) {
+    if (outs.empty() || !outs[i].defined()) {
+      out[i] = mm(factors[i].first, factors[i].second);
+    } else {
+      out[i] = outs[i];
+      mm_out(out[i], factors[i].first, factors[i].second);
+    }
+  };
   const bool deal = threads > 1 && factors.size() > 1 && !at::in_parallel_region() &&
                     std::all_of(sizes.begin(), sizes.end(), [](int64_t size) { return size < kDealtProduct; });
   if (!deal) {

@@ -107,7 +107,9 @@ struct MatrixProducts {
   /// gradients at the notebook's sizes, a few million multiply-adds), each runs whole on one of
   /// LibTorch's threads, dealt largest first to the least loaded: the libraries ran such a product on
   /// one thread while the others waited. Larger products run one after another, each over all threads.
-  std::vector<torch::Tensor> mm_each(const std::vector<Factors>& factors) const;
+  /// `outs`, where given, holds for each product a tensor to write it into (or an undefined one): a
+  /// gradient's column slices, which two products fill where a concatenation copied them after.
+  std::vector<torch::Tensor> mm_each(const std::vector<Factors>& factors, const std::vector<torch::Tensor>& outs = {}) const;
 
   /// A weight's transpose or itself (b) as the panel products take it: once per kernel call.
   PanelOperand panel_operand(const torch::Tensor& b) const { return PanelOperand(b, bf16); }
