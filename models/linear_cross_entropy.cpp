@@ -27,6 +27,13 @@ std::vector<Slice> vocabulary_slices(int64_t vocab) {
   return slices;
 }
 
+// Each row's target as a column of the slice [begin, end), or -1 where the target lies outside it.
+std::vector<int64_t> slice_target_columns(const int64_t* targets, int64_t rows, int64_t begin, int64_t end) {
+  std::vector<int64_t> columns(static_cast<std::size_t>(rows));
+  for (int64_t n = 0; n < rows; ++n) columns[n] = targets[n] >= begin && targets[n] < end ? targets[n] - begin : -1;
+  return columns;
+}
+
 // Runs body(slice index) for every slice, one per thread. The lambdas see only detached tensors, so
 // nothing is recorded whatever the worker threads' grad mode.
 template <typename Body>
@@ -63,12 +70,13 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
       const PanelOperand weight_t = products.panel_operand(weight.narrow(0, slice.begin, slice.end - slice.begin).t());
       torch::Tensor logits = torch::empty({N, slice.end - slice.begin}, x.options());
       products.addmm_out(logits, bias.narrow(0, slice.begin, slice.end - slice.begin), x, weight_t);
+      const std::vector<int64_t> target_columns = slice_target_columns(tgt, N, slice.begin, slice.end);
       AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "linear_cross_entropy_targets", [&] {
         const scalar_t* l = logits.data_ptr<scalar_t>();
         scalar_t* out = target_logit.data_ptr<scalar_t>();
         const int64_t width = slice.end - slice.begin;
         for (int64_t n = 0; n < N; ++n) {
-          if (tgt[n] >= slice.begin && tgt[n] < slice.end) out[n] = l[n * width + tgt[n] - slice.begin];
+          if (target_columns[n] >= 0) out[n] = l[n * width + target_columns[n]];
         }
       });
       if (smoothing > 0) logit_sums[s] = logits.sum(1);  // for the smoothed term's mean logit
@@ -156,9 +164,8 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
         torch::mv_out(db, dlogits[s].t(), g);
       } else {
         // p - (1 - eps) onehot - eps / V, and the bias's gradient in the same pass.
-        std::vector<int64_t> target_columns(static_cast<std::size_t>(N));
-        const int64_t* tgt = targets.data_ptr<int64_t>();
-        for (int64_t n = 0; n < N; ++n) target_columns[n] = tgt[n] >= begin && tgt[n] < begin + width ? tgt[n] - begin : -1;
+        const std::vector<int64_t> target_columns =
+            slice_target_columns(targets.data_ptr<int64_t>(), N, begin, begin + width);
         AT_DISPATCH_FLOATING_TYPES(dlogits[s].scalar_type(), "linear_cross_entropy_gradient", [&] {
           softmax_gradient_rows(dlogits[s].data_ptr<scalar_t>(), N, width, width, row_scales[s].data_ptr<scalar_t>(),
                                 static_cast<scalar_t>(smoothing / static_cast<double>(V)), target_columns.data(),
