@@ -6,8 +6,6 @@
 // --luong-only leaves LibTorch's side out (for a profiler to see luong's loss alone).
 #include <torch/torch.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,26 +13,13 @@
 #include <vector>
 
 #include "luong/models/linear_cross_entropy.h"
+#include "timing.h"
 
 namespace {
 
-// Median seconds of `run` over repeats of at least 20 ms each.
+// Median seconds of `run` over 9 repeats of at least 20 ms each.
 double seconds_per_call(const std::function<void()>& run) {
-  for (int i = 0; i < 5; ++i) run();
-  std::vector<double> times;
-  for (int r = 0; r < 9; ++r) {
-    int64_t calls = 0;
-    const auto start = std::chrono::steady_clock::now();
-    double elapsed = 0;
-    do {
-      run();
-      ++calls;
-      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    } while (elapsed < 0.02);
-    times.push_back(elapsed / static_cast<double>(calls));
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return luong::bench::median_seconds_per_call(run, 5, 9, 0.02);
 }
 
 void measure(int64_t n, int64_t h, int64_t v, bool luong_only) {

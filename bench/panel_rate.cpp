@@ -14,7 +14,6 @@
 //   build/luong_panel_rate --whole-batch [TOKENS IN OUT ...]
 #include <torch/torch.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "luong/models/matrix_products.h"
+#include "timing.h"
 
 namespace {
 
@@ -33,16 +33,13 @@ constexpr int kWeights = 5;
 
 // Seconds per call of `run(i)`, i cycling through the weights, over at least a quarter second.
 double seconds_per_call(const std::function<void(int)>& run) {
-  for (int i = 0; i < 2 * kWeights; ++i) run(i % kWeights);
-  int64_t calls = 0;
-  const auto start = std::chrono::steady_clock::now();
-  double elapsed = 0;
-  do {
-    for (int i = 0; i < kWeights; ++i) run(i);
-    calls += kWeights;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  } while (elapsed < 0.25);
-  return elapsed / static_cast<double>(calls);
+  int i = 0;
+  return luong::bench::median_seconds_per_call(
+      [&] {
+        run(i);
+        i = (i + 1) % kWeights;
+      },
+      2 * kWeights, 1, 0.25);
 }
 
 void measure(int64_t m, int64_t k, int64_t n) {
