@@ -578,7 +578,9 @@ TEST(GatherRowsTest, EqualsLibTorchsEmbeddingAndIndexSelect) {
     (got * upstream).sum().backward();
     (expected * upstream).sum().backward();
     EXPECT_TRUE(torch::equal(mine.grad(), theirs.grad())) << (skip ? "with" : "without") << " a skipped row";
-    if (skip) EXPECT_EQ(mine.grad()[0].abs().max().item<double>(), 0.0);
+    if (skip) {
+      EXPECT_EQ(mine.grad()[0].abs().max().item<double>(), 0.0);
+    }
   }
   EXPECT_THROW(gather_rows(table, torch::tensor({7}, torch::kLong)), c10::Error);
 }
@@ -613,7 +615,9 @@ TEST(PaddedSequenceTest, EqualsThePackedStackAndItsGradients) {
           std::vector<torch::Tensor> results = {out, state.hidden, input.grad().narrow(1, 0, 5)};
           if (state.cell.defined()) results.push_back(state.cell);
           for (const torch::Tensor& w : rnn.all_weights()) results.push_back(w.grad().clone());
-          if (padded) EXPECT_EQ(input.grad().narrow(1, 5, 3).abs().max().item<double>(), 0.0) << name;
+          if (padded) {
+            EXPECT_EQ(input.grad().narrow(1, 5, 3).abs().max().item<double>(), 0.0) << name;
+          }
           return results;
         };
         const auto expected = outputs_and_gradients(false), got = outputs_and_gradients(true);
