@@ -450,8 +450,9 @@ void pack_bf16_panels_rounding(const float* b, int64_t k, int64_t n, int64_t row
                                uint16_t* panels, int64_t first_panel, int64_t last_panel) {
 #ifdef LUONG_PANEL_KERNELS
   if (bf16_panel_kernel_here() != Bf16PanelKernel::kNone) {
-    if (std::max(row_stride, column_stride) * 15 > INT32_MAX) {
-      throw std::invalid_argument("pack_bf16_panels_rounding: b's stride is too large");
+    // (the rows of a strided b are gathered: 32-bit offsets)
+    if (row_stride != 1 && column_stride * 15 > INT32_MAX) {
+      throw std::invalid_argument("pack_bf16_panels_rounding: b's column stride is too large");
     }
     const int64_t panel_pairs = bf16_panel_pairs(k);
     thread_local std::vector<uint16_t> rounded;

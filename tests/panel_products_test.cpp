@@ -302,13 +302,25 @@ TEST(PanelProductsTest, ProductsDealtToThreadsEqualEachProductAlone) {
         const std::vector<torch::Tensor> dealt = products.mm_each(factors);
         EXPECT_EQ(products_dealt_run() - dealt_before, t > 1 ? 5 : 0) << t << " threads";
         torch::set_num_threads(1);  // each product alone as the dealt ones ran: on one thread
+        // The same products, the second and third written into the two column slices of one tensor
+        // (as the decoders' layer-0 input-weight gradient), the others into fresh ones.
+        torch::set_num_threads(t);
+        const torch::Tensor joined = torch::full({192, 28 + 64}, 7.0, options);
+        std::vector<torch::Tensor> outs(factors.size());
+        outs[1] = joined.narrow(1, 0, 28), outs[2] = joined.narrow(1, 28, 64);
+        const std::vector<torch::Tensor> into = products.mm_each(factors, outs);
+        torch::set_num_threads(1);
         ASSERT_EQ(dealt.size(), factors.size());
+        ASSERT_EQ(into.size(), factors.size());
+        EXPECT_TRUE(into[1].is_same(outs[1]) && into[2].is_same(outs[2])) << "a product left its given output";
         for (std::size_t i = 0; i < factors.size(); ++i) {
           const torch::Tensor alone = products.mm(factors[i].first, factors[i].second);
           ASSERT_EQ(dealt[i].sizes(), alone.sizes()) << "product " << i;
           const double tolerance = dtype == torch::kDouble ? 0.0 : (bf16 ? 1e-2 : 1e-5);
           EXPECT_LE((dealt[i] - alone).abs().max().item<double>(), tolerance * alone.abs().max().item<double>())
               << "product " << i << ", " << t << " threads, bf16 " << bf16;
+          EXPECT_LE((into[i] - alone).abs().max().item<double>(), tolerance * alone.abs().max().item<double>())
+              << "product " << i << " into its output, " << t << " threads, bf16 " << bf16;
         }
       }
     }
