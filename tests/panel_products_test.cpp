@@ -173,6 +173,48 @@ TEST(PanelProductsTest, Bf16KernelsEqualADoubleProductOfTheRoundedOperands) {
   EXPECT_EQ(checked, static_cast<int64_t>(kernels.size()) * 6 * 7 * 2 * 7 * 4 * 2);
 }
 
+// a's three roundings (rows of unit column stride streamed, columns of unit stride transposed in
+// 16 x 16 blocks, any other strides gathered) give the same bf16 a, so the same products to the bit:
+// the same values in the three layouts, row and value counts on and off the blocks' 16.
+TEST(PanelProductsTest, Bf16ProductsOfDenseTransposedAndGatheredAEqualToTheBit) {
+  if (!bf16_panels_here()) GTEST_SKIP() << "this processor has no AVX512-BF16";
+  std::vector<Bf16PanelKernel> kernels = {Bf16PanelKernel::kAvx512Bf16};
+  if (bf16_panel_kernel_here() == Bf16PanelKernel::kAmx) kernels.push_back(Bf16PanelKernel::kAmx);
+  torch::manual_seed(8);
+  int64_t compared = 0;
+  for (const int64_t k : {1, 2, 17, 33, 64, 131}) {
+    const int64_t n = 49;
+    const torch::Tensor b = torch::randn({n, k}).t();
+    std::vector<uint16_t> panels(static_cast<std::size_t>(bf16_panel_elements(k, n)));
+    pack_bf16_panels_rounding(b.data_ptr<float>(), k, n, b.stride(0), b.stride(1), panels.data(), 0, (n + 47) / 48);
+    for (const int64_t m : {1, 5, 16, 19, 40}) {
+      const torch::Tensor values = torch::randn({m, k}) * 5;
+      const torch::Tensor dense = torch::zeros({m, k + 3}).narrow(1, 1, k).copy_(values);
+      const torch::Tensor transposed = torch::zeros({k, m + 2}).narrow(1, 2, m).t().copy_(values);  // lda 1
+      const torch::Tensor gathered = torch::zeros({2 * k, 3 * m}).slice(0, 0, 2 * k, 2).slice(1, 0, 3 * m, 3).t().copy_(values);
+      ASSERT_EQ(transposed.stride(0), 1);
+      ASSERT_NE(gathered.stride(0), 1);
+      ASSERT_NE(gathered.stride(1), 1);
+      for (const Bf16PanelKernel kernel : kernels) {
+        std::vector<torch::Tensor> products;
+        for (const torch::Tensor& a : {dense, transposed, gathered}) {
+          torch::Tensor c = torch::full({m, n}, -1.0f);
+          bf16_panel_product(kernel, a.data_ptr<float>(), m, k, a.stride(0), panels.data(), n, c.data_ptr<float>(),
+                             c.stride(0), nullptr, 0, a.stride(1));
+          products.push_back(c);
+        }
+        const torch::Tensor expected = values.to(torch::kBFloat16).to(torch::kDouble).mm(b.to(torch::kBFloat16).to(torch::kDouble));
+        ASSERT_LT((products[0].to(torch::kDouble) - expected).abs().max().item<double>(), 1e-5 * static_cast<double>(k + 1))
+            << "m " << m << " k " << k;
+        EXPECT_TRUE(torch::equal(products[1], products[0])) << "transposed a, m " << m << " k " << k;
+        EXPECT_TRUE(torch::equal(products[2], products[0])) << "gathered a, m " << m << " k " << k;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, static_cast<int64_t>(kernels.size()) * 6 * 5);
+}
+
 // The per-step operations (MatrixProducts' overloads for a PanelOperand) in panels equal the
 // library's, into a block of a wider buffer too; and a panel product ran for each.
 TEST(PanelProductsTest, StepOperationsEqualTheLibrarys) {
