@@ -252,6 +252,11 @@ bool amx_tiles_granted() {
 // ---- a's rows rounded to bf16 (to nearest even) --------------------------------------------------
 // Each writes rows [0, m) of out (row stride out_ld, each row padded with zeros from k to out_ld).
 
+// The first min(count, 16) lanes of a 16-lane mask (count >= 1).
+inline __mmask16 first_lanes(int64_t count) {
+  return static_cast<__mmask16>(count >= 16 ? 0xFFFF : (1u << count) - 1);
+}
+
 // Rows of unit column stride (a step's rows, a batch's inputs), streamed row by row, 32 values a turn.
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void round_dense_rows_bf16(const float* a, int64_t m,
                                                                                   int64_t k, int64_t lda,
@@ -265,7 +270,7 @@ bool amx_tiles_granted() {
       _mm512_storeu_si512(rounded + i, reinterpret_cast<__m512i>(pair));
     }
     for (; i < k; i += 16) {
-      const auto lanes = static_cast<__mmask16>(k - i >= 16 ? 0xFFFF : (1u << (k - i)) - 1);
+      const auto lanes = first_lanes(k - i);
       _mm256_mask_storeu_epi16(rounded + i, lanes,
                                reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lanes, row + i))));
     }
@@ -313,7 +318,7 @@ bool amx_tiles_granted() {
                                                                                        uint16_t* out, int64_t out_ld) {
   for (int64_t r0 = 0; r0 < m; r0 += 16) {
     const int64_t rows = std::min<int64_t>(16, m - r0);
-    const auto row_lanes = static_cast<__mmask16>(rows == 16 ? 0xFFFF : (1u << rows) - 1);
+    const auto row_lanes = first_lanes(rows);
     for (int64_t p0 = 0; p0 < k; p0 += 16) {
       const int64_t values = std::min<int64_t>(16, k - p0);
       __m512 block[16];
@@ -321,7 +326,7 @@ bool amx_tiles_granted() {
         block[q] = q < values ? _mm512_maskz_loadu_ps(row_lanes, a + (p0 + q) * column_stride + r0) : _mm512_setzero_ps();
       }
       transpose_16x16(block);
-      const auto lanes = static_cast<__mmask16>(values == 16 ? 0xFFFF : (1u << values) - 1);
+      const auto lanes = first_lanes(values);
       for (int64_t q = 0; q < rows; ++q) {
         _mm256_mask_storeu_epi16(out + (r0 + q) * out_ld + p0, lanes, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(block[q])));
       }
@@ -344,7 +349,7 @@ bool amx_tiles_granted() {
   for (int64_t r0 = 0; r0 < m; r0 += 16) {
     const int64_t r_end = std::min<int64_t>(m, r0 + 16);
     for (int64_t i = 0; i < k; i += 16) {
-      const auto lanes = static_cast<__mmask16>(k - i >= 16 ? 0xFFFF : (1u << (k - i)) - 1);
+      const auto lanes = first_lanes(k - i);
       for (int64_t r = r0; r < r_end; ++r) {
         const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lanes, index, a + r * lda + i * column_stride, 4);
         _mm256_mask_storeu_epi16(out + r * out_ld + i, lanes, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));

@@ -90,6 +90,13 @@ TEST(PanelProductsTest, EqualADoubleProductForEveryShapeAndStart) {
   }
   EXPECT_EQ(checked, static_cast<int64_t>(isas.size()) * 4 * 10 * 2 * 10 * 4);
 }
+// AVX512-BF16's kernel, and AMX's where the processor has it.
+std::vector<Bf16PanelKernel> bf16_kernels_here() {
+  std::vector<Bf16PanelKernel> kernels = {Bf16PanelKernel::kAvx512Bf16};
+  if (bf16_panel_kernel_here() == Bf16PanelKernel::kAmx) kernels.push_back(Bf16PanelKernel::kAmx);
+  return kernels;
+}
+
 
 // A float32 b laid out in bf16 panels as it is rounded: the panels of b converted by LibTorch first,
 // bit for bit (nearest even), for a weight read as its transpose, a dense b and a strided one, odd
@@ -132,8 +139,7 @@ TEST(PanelProductsTest, Bf16PanelsRoundedAsTheyArePackedEqualThoseOfTheConverted
 // cut panels, row counts past one AMX tile's 16, the four starts, strided operands, both layouts.
 TEST(PanelProductsTest, Bf16KernelsEqualADoubleProductOfTheRoundedOperands) {
   if (!bf16_panels_here()) GTEST_SKIP() << "this processor has no AVX512-BF16";
-  std::vector<Bf16PanelKernel> kernels = {Bf16PanelKernel::kAvx512Bf16};
-  if (bf16_panel_kernel_here() == Bf16PanelKernel::kAmx) kernels.push_back(Bf16PanelKernel::kAmx);
+  const std::vector<Bf16PanelKernel> kernels = bf16_kernels_here();
   torch::manual_seed(6);
   int64_t checked = 0;
   for (const int64_t k : {1, 2, 7, 33, 64, 131}) {
@@ -178,8 +184,7 @@ TEST(PanelProductsTest, Bf16KernelsEqualADoubleProductOfTheRoundedOperands) {
 // the same values in the three layouts, row and value counts on and off the blocks' 16.
 TEST(PanelProductsTest, Bf16ProductsOfDenseTransposedAndGatheredAEqualToTheBit) {
   if (!bf16_panels_here()) GTEST_SKIP() << "this processor has no AVX512-BF16";
-  std::vector<Bf16PanelKernel> kernels = {Bf16PanelKernel::kAvx512Bf16};
-  if (bf16_panel_kernel_here() == Bf16PanelKernel::kAmx) kernels.push_back(Bf16PanelKernel::kAmx);
+  const std::vector<Bf16PanelKernel> kernels = bf16_kernels_here();
   torch::manual_seed(8);
   int64_t compared = 0;
   for (const int64_t k : {1, 2, 17, 33, 64, 131}) {
