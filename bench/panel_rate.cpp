@@ -85,8 +85,10 @@ void measure(int64_t m, int64_t k, int64_t n) {
     const double converted_pack =
         seconds_per_call([&](int i) { PanelOperand(weights[i].to(torch::kBFloat16).t(), true); });
     const double rounding_pack = seconds_per_call([&](int i) { PanelOperand(operands[i], true); });
-    std::printf("   %7.1f  %7.1f   %6.2fx  %9.1f  %9.1f", flop / avx512_bf16 / 1e9, flop / library16 / 1e9,
-                library16 / avx512_bf16, converted_pack * 1e6, rounding_pack * 1e6);
+    // and w itself (the input gradient's operand), rounded as it is laid out
+    const double rounding_plain_pack = seconds_per_call([&](int i) { PanelOperand(weights[i], true); });
+    std::printf("   %7.1f  %7.1f   %6.2fx  %9.1f  %9.1f  %9.1f", flop / avx512_bf16 / 1e9, flop / library16 / 1e9,
+                library16 / avx512_bf16, converted_pack * 1e6, rounding_pack * 1e6, rounding_plain_pack * 1e6);
     if (luong::models::bf16_panel_kernel_here() == luong::models::Bf16PanelKernel::kAmx) {
       const double amx = panel_time(true);
       std::printf("   %7.1f  %6.2fx", flop / amx / 1e9, std::min(library16, avx512_bf16) / amx);
@@ -156,7 +158,7 @@ int main(int argc, char** argv) {
               isa == luong::models::PanelIsa::kAvx512 ? "AVX-512" : "AVX2",
               static_cast<long long>(luong::models::panel_width(isa)));
   std::printf("product                      GFLOP/s: panels      MKL   oneDNN  speed-up  pack w^T us  pack w us%s%s\n",
-              luong::models::bf16_panels_here() ? "   bf16: panels  library  speed-up  pack: converted  rounding" : "",
+              luong::models::bf16_panels_here() ? "   bf16: panels  library  speed-up  pack w^T: converted  rounding  pack w: rounding" : "",
               luong::models::bf16_panel_kernel_here() == luong::models::Bf16PanelKernel::kAmx
                   ? "   AMX panels  speed-up"
                   : "");
