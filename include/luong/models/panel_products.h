@@ -56,8 +56,9 @@ int64_t bf16_panel_elements(int64_t k, int64_t n);
 void pack_bf16_panels(const uint16_t* b, int64_t k, int64_t n, int64_t row_stride, int64_t column_stride,
                       uint16_t* panels, int64_t first_panel, int64_t last_panel);
 /// The same panels of a float32 b, rounded to bf16 (to nearest even, as LibTorch's conversion) as
-/// they are laid out: a panel's columns at a time, through a buffer the cache holds, where converting
-/// the whole of b first went through memory twice. Needs a bf16 panel kernel here (its rounding).
+/// they are laid out, where converting the whole of b first went through memory twice: straight into
+/// the panels for a weight's transpose (row stride 1) and for rows of unit column stride, through a
+/// buffer of a panel's columns for other strides. Needs a bf16 panel kernel here (its rounding).
 void pack_bf16_panels_rounding(const float* b, int64_t k, int64_t n, int64_t row_stride, int64_t column_stride,
                                uint16_t* panels, int64_t first_panel, int64_t last_panel);
 /// c = init + bf16(a) b, as panel_product (a float32, rounded to bf16 to nearest even on the way), by
