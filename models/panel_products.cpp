@@ -60,12 +60,14 @@ struct Operands {
   int64_t init_ld;
 };
 
+// The first min(count, 16) lanes of a 16-lane mask (none for a count of 0 or less).
+inline __mmask16 first_lanes(int64_t count) {
+  return static_cast<__mmask16>(count >= 16 ? 0xFFFF : count <= 0 ? 0 : (1u << count) - 1);
+}
+
 // The lanes of a 48-column panel's three vectors that hold its `width` columns.
 inline void panel_masks(int64_t width, __mmask16 (&mask)[3]) {
-  for (int q = 0; q < 3; ++q) {
-    const int64_t lanes = std::clamp<int64_t>(width - 16 * q, 0, 16);
-    mask[q] = static_cast<__mmask16>((1u << lanes) - 1);
-  }
+  for (int q = 0; q < 3; ++q) mask[q] = first_lanes(width - 16 * q);
 }
 
 // A 48-column tile's sums at rows [r, r + MR), column j, in AVX-512 registers: started from init (or
@@ -252,11 +254,6 @@ bool amx_tiles_granted() {
 // ---- a's rows rounded to bf16 (to nearest even) --------------------------------------------------
 // Each writes rows [0, m) of out (row stride out_ld, each row padded with zeros from k to out_ld).
 
-// The first min(count, 16) lanes of a 16-lane mask (count >= 1).
-inline __mmask16 first_lanes(int64_t count) {
-  return static_cast<__mmask16>(count >= 16 ? 0xFFFF : (1u << count) - 1);
-}
-
 // Rows of unit column stride (a step's rows, a batch's inputs), streamed row by row, 32 values a turn.
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void round_dense_rows_bf16(const float* a, int64_t m,
                                                                                   int64_t k, int64_t lda,
@@ -382,9 +379,9 @@ void round_rows_bf16(const float* a, int64_t m, int64_t k, int64_t lda, int64_t 
 }
 
 // ---- a float32 b rounded straight into one bf16 panel ----------------------------------------------
-// Both write all of the panel's first `pairs` pairs (its zero columns too); the caller zeroes the
-// pairs past them. One pass from b to the panel, where rounding into a buffer and laying the buffer
-// out went through the values three times (8% of a bf16 hidden-512 step, perf).
+// Each lays out a whole panel of `panel_pairs` pairs (its zero columns and pairs too), as
+// pack_bf16_panels does. One pass from b to the panel, where rounding into a buffer and laying the
+// buffer out went through the values three times (8% of a bf16 hidden-512 step, perf).
 
 // A weight w [columns, k] read as its transpose (panel column c is w's row c, row stride `stride`):
 // a pair (w[c, 2i], w[c, 2i + 1]) is one 32-bit word, so 16 rows by 32 values rounded into 16 rows of
@@ -392,13 +389,14 @@ void round_rows_bf16(const float* a, int64_t m, int64_t k, int64_t lda, int64_t 
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void pack_rounded_transposed_panel(const float* w, int64_t k,
                                                                                           int64_t columns,
                                                                                           int64_t stride,
-                                                                                          uint16_t* panel) {
+                                                                                          uint16_t* panel,
+                                                                                          int64_t panel_pairs) {
   const int64_t pairs = (k + 1) / 2;
   for (int64_t c0 = 0; c0 < 48; c0 += 16) {
     const int64_t rows = std::clamp<int64_t>(columns - c0, 0, 16);
     for (int64_t i0 = 0; i0 < pairs; i0 += 16) {
       const int64_t p0 = 2 * i0;
-      const auto low_lanes = first_lanes(k - p0), high_lanes = k - p0 > 16 ? first_lanes(k - p0 - 16) : __mmask16{0};
+      const auto low_lanes = first_lanes(k - p0), high_lanes = first_lanes(k - p0 - 16);
       __m512 block[16];
       for (int64_t q = 0; q < 16; ++q) {
         if (q < rows) {
@@ -414,20 +412,22 @@ void round_rows_bf16(const float* a, int64_t m, int64_t k, int64_t lda, int64_t 
       for (int64_t q = 0; q < block_pairs; ++q) _mm512_storeu_ps(panel + (i0 + q) * 96 + 2 * c0, block[q]);
     }
   }
+  std::fill(panel + pairs * 96, panel + panel_pairs * 96, uint16_t{0});
 }
 
 // Rows of unit column stride (b [k, columns], row stride `stride`): rows 2i and 2i + 1 rounded
 // together (the first's 16 values, then the second's) and interleaved by one permutation.
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void pack_rounded_rows_panel(const float* b, int64_t k,
                                                                                     int64_t columns, int64_t stride,
-                                                                                    uint16_t* panel) {
+                                                                                    uint16_t* panel,
+                                                                                    int64_t panel_pairs) {
   static constexpr uint16_t kInterleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
                                                8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   const __m512i interleave = _mm512_loadu_si512(kInterleave);
-  const __mmask16 lanes[3] = {first_lanes(columns),
-                              columns > 16 ? first_lanes(columns - 16) : __mmask16{0},
-                              columns > 32 ? first_lanes(columns - 32) : __mmask16{0}};
-  for (int64_t i = 0; i < (k + 1) / 2; ++i) {
+  __mmask16 lanes[3];
+  panel_masks(columns, lanes);
+  const int64_t pairs = (k + 1) / 2;
+  for (int64_t i = 0; i < pairs; ++i) {
     const float* even = b + 2 * i * stride;
     const bool second = 2 * i + 1 < k;
     for (int64_t c0 = 0, block = 0; c0 < 48; c0 += 16, ++block) {
@@ -436,6 +436,7 @@ void round_rows_bf16(const float* a, int64_t m, int64_t k, int64_t lda, int64_t 
       _mm512_storeu_si512(panel + i * 96 + 2 * c0, _mm512_permutexvar_epi16(interleave, reinterpret_cast<__m512i>(rounded)));
     }
   }
+  std::fill(panel + pairs * 96, panel + panel_pairs * 96, uint16_t{0});
 }
 
 // ---- laying out a transposed weight ------------------------------------------------------------
@@ -605,22 +606,20 @@ void pack_bf16_panels_rounding(const float* b, int64_t k, int64_t n, int64_t row
     if (row_stride != 1 && column_stride * 15 > INT32_MAX) {
       throw std::invalid_argument("pack_bf16_panels_rounding: b's column stride is too large");
     }
-    const int64_t pairs = (k + 1) / 2, panel_pairs = bf16_panel_pairs(k);
+    const int64_t panel_pairs = bf16_panel_pairs(k);
     thread_local std::vector<uint16_t> rounded;
     for (int64_t p = first_panel; p < last_panel; ++p) {
       const int64_t j = p * 48, columns = std::min<int64_t>(48, n - j);
       uint16_t* panel = panels + j * 2 * panel_pairs;
       if (row_stride == 1) {  // a weight read as its transpose
-        pack_rounded_transposed_panel(b + j * column_stride, k, columns, column_stride, panel);
+        pack_rounded_transposed_panel(b + j * column_stride, k, columns, column_stride, panel, panel_pairs);
       } else if (column_stride == 1) {
-        pack_rounded_rows_panel(b + j, k, columns, row_stride, panel);
+        pack_rounded_rows_panel(b + j, k, columns, row_stride, panel, panel_pairs);
       } else {
         rounded.resize(static_cast<std::size_t>(k * 48));
         round_rows_bf16(b + j * column_stride, k, columns, row_stride, column_stride, rounded.data(), 48);
         pack_bf16_panels(rounded.data(), k, columns, 48, 1, panel, 0, 1);
-        continue;
       }
-      std::fill(panel + pairs * 96, panel + panel_pairs * 96, uint16_t{0});
     }
     return;
   }

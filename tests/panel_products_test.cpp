@@ -22,6 +22,13 @@ std::vector<PanelIsa> kernels_here() {
   return isas;
 }
 
+// AVX512-BF16's kernel, and AMX's where the processor has it.
+std::vector<Bf16PanelKernel> bf16_kernels_here() {
+  std::vector<Bf16PanelKernel> kernels = {Bf16PanelKernel::kAvx512Bf16};
+  if (bf16_panel_kernel_here() == Bf16PanelKernel::kAmx) kernels.push_back(Bf16PanelKernel::kAmx);
+  return kernels;
+}
+
 const char* name(PanelIsa isa) { return isa == PanelIsa::kAvx512 ? "AVX-512" : "AVX2"; }
 
 enum class Init { kNone, kRow, kMatrix, kAccumulate };
@@ -90,13 +97,6 @@ TEST(PanelProductsTest, EqualADoubleProductForEveryShapeAndStart) {
   }
   EXPECT_EQ(checked, static_cast<int64_t>(isas.size()) * 4 * 10 * 2 * 10 * 4);
 }
-// AVX512-BF16's kernel, and AMX's where the processor has it.
-std::vector<Bf16PanelKernel> bf16_kernels_here() {
-  std::vector<Bf16PanelKernel> kernels = {Bf16PanelKernel::kAvx512Bf16};
-  if (bf16_panel_kernel_here() == Bf16PanelKernel::kAmx) kernels.push_back(Bf16PanelKernel::kAmx);
-  return kernels;
-}
-
 
 // A float32 b laid out in bf16 panels as it is rounded: the panels of b converted by LibTorch first,
 // bit for bit (nearest even), for a weight read as its transpose, a dense b and a strided one, odd
