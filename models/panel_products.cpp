@@ -182,10 +182,14 @@ struct Bf16Kernel : Operands<uint16_t, uint16_t> {
   }
 };
 
-// ---- bf16, AMX: 16 rows x 48 columns, k 32 at a time ----------------------------------------------
-// Tiles 0-2: the sums of 16 rows x 16 columns each; 3: a's 16 rows x 32 k (16 pairs); 4-6: the
-// panel's 16 pairs x 16 columns each, which are the panel's own layout read with its 192-byte row
-// stride. Every call configures the tiles (oneDNN configures its own between) and releases them.
+// ---- bf16, AMX: 32 rows x 32 columns, k 32 at a time ----------------------------------------------
+// Tiles 0-3: the sums of 16 rows x 16 columns each (row block i, column tile q in tile 2i + q); 4-5:
+// a's two 16 rows x 32 k (16 pairs); 6-7: two 16-column tiles of the panels, 16 pairs x 16 columns
+// each, read in place with the panels' 192-byte row stride (a 48-column panel holds three such
+// column tiles; a pair of them may straddle two panels). Each tile of b serves both row blocks and
+// each tile of a both column tiles: 4 loads a k step for 4 products, where 16 rows x 48 columns
+// took 4 for 3 and loaded b again for every 16 rows. Every call configures the tiles (oneDNN
+// configures its own between) and releases them.
 struct TileConfig {
   uint8_t palette = 1, start_row = 0;
   uint8_t reserved[14] = {};
@@ -194,45 +198,70 @@ struct TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
+// Column tile t of the panels (16 columns from 16 t), at its first pair.
+inline const uint16_t* amx_column_tile(const Operands<uint16_t, uint16_t>& o, int64_t t) {
+  return o.panels + t / 3 * 48 * 2 * o.panel_rows + t % 3 * 32;
+}
+
+// c[r .. r + 16 RB, 16 t .. 16 (t + CB)] = init + a b, clipped to m rows and n columns.
+template <int RB, int CB>
+[[gnu::target("amx-tile,amx-bf16,avx512f")]] inline void amx_block(const Operands<uint16_t, uint16_t>& o, int64_t r,
+                                                                  int64_t t, int64_t m, int64_t n) {
+  const int64_t a_bytes = 2 * o.lda;
+  const uint16_t* a0 = o.a + r * o.lda;
+  const uint16_t* a1 = a0 + 16 * o.lda;
+  const uint16_t* b0 = amx_column_tile(o, t);
+  const uint16_t* b1 = CB == 2 ? amx_column_tile(o, t + 1) : b0;
+  _tile_zero(0);
+  if constexpr (CB == 2) _tile_zero(1);
+  if constexpr (RB == 2) _tile_zero(2);
+  if constexpr (RB == 2 && CB == 2) _tile_zero(3);
+  for (int64_t p = 0; p < o.panel_rows; p += 16) {
+    _tile_loadd(6, b0 + p * 96, 192);
+    _tile_loadd(4, a0 + 2 * p, a_bytes);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (CB == 2) {
+      _tile_loadd(7, b1 + p * 96, 192);
+      _tile_dpbf16ps(1, 4, 7);
+    }
+    if constexpr (RB == 2) {
+      _tile_loadd(5, a1 + 2 * p, a_bytes);
+      _tile_dpbf16ps(2, 5, 6);
+      if constexpr (CB == 2) _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+  alignas(64) float sums[32 * 32];  // [row][column], 128 bytes a row
+  _tile_stored(0, sums, 128);
+  if constexpr (CB == 2) _tile_stored(1, sums + 16, 128);
+  if constexpr (RB == 2) _tile_stored(2, sums + 16 * 32, 128);
+  if constexpr (RB == 2 && CB == 2) _tile_stored(3, sums + 16 * 32 + 16, 128);
+  const __mmask16 mask[2] = {first_lanes(n - 16 * t), first_lanes(n - 16 * (t + 1))};
+  for (int64_t i = 0; i < std::min<int64_t>(16 * RB, m - r); ++i) {
+    for (int q = 0; q < CB; ++q) {
+      const int64_t j = 16 * (t + q);
+      __m512 sum = _mm512_load_ps(sums + i * 32 + 16 * q);
+      if (o.init != nullptr) {
+        sum = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[q], o.init + (r + i) * o.init_ld + j), sum);
+      }
+      _mm512_mask_storeu_ps(o.c + (r + i) * o.ldc + j, mask[q], sum);
+    }
+  }
+}
+
 // c = init + a b over rows [0, m): a bf16 [round_up(m, 16), 2 panel_pairs] (row stride lda, zeros
 // past k and past m), the sums added to init after the tiles.
 [[gnu::target("amx-tile,amx-bf16,avx512f")]] void amx_product(const Operands<uint16_t, uint16_t>& o, int64_t m,
                                                               int64_t n) {
   TileConfig config;
-  for (int t = 0; t < 7; ++t) config.rows[t] = 16, config.bytes_per_row[t] = 64;
+  for (int t = 0; t < 8; ++t) config.rows[t] = 16, config.bytes_per_row[t] = 64;
   _tile_loadconfig(&config);
-  alignas(64) float sums[16 * 48];
-  const int64_t a_bytes = 2 * o.lda;
-  for (int64_t j = 0; j < n; j += 48) {
-    __mmask16 mask[3];
-    panel_masks(std::min<int64_t>(48, n - j), mask);
-    const uint16_t* panel = o.panels + j * 2 * o.panel_rows;
-    for (int64_t r = 0; r < m; r += 16) {
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      for (int64_t p = 0; p < o.panel_rows; p += 16) {
-        _tile_loadd(3, o.a + r * o.lda + 2 * p, a_bytes);
-        _tile_loadd(4, panel + p * 96, 192);
-        _tile_loadd(5, panel + p * 96 + 32, 192);
-        _tile_loadd(6, panel + p * 96 + 64, 192);
-        _tile_dpbf16ps(0, 3, 4);
-        _tile_dpbf16ps(1, 3, 5);
-        _tile_dpbf16ps(2, 3, 6);
-      }
-      _tile_stored(0, sums, 192);
-      _tile_stored(1, sums + 16, 192);
-      _tile_stored(2, sums + 32, 192);
-      for (int64_t i = 0; i < std::min<int64_t>(16, m - r); ++i) {
-        for (int q = 0; q < 3; ++q) {
-          __m512 sum = _mm512_load_ps(sums + i * 48 + 16 * q);
-          if (o.init != nullptr) {
-            sum = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[q], o.init + (r + i) * o.init_ld + j + 16 * q), sum);
-          }
-          _mm512_mask_storeu_ps(o.c + (r + i) * o.ldc + j + 16 * q, mask[q], sum);
-        }
-      }
-    }
+  const int64_t tiles = (n + 15) / 16;
+  for (int64_t t = 0; t < tiles; t += 2) {
+    const bool pair = t + 1 < tiles;
+    // (a's rows are padded to 16: two row blocks wherever more than 16 rows are left)
+    int64_t r = 0;
+    for (; m - r > 16; r += 32) pair ? amx_block<2, 2>(o, r, t, m, n) : amx_block<2, 1>(o, r, t, m, n);
+    if (r < m) pair ? amx_block<1, 2>(o, r, t, m, n) : amx_block<1, 1>(o, r, t, m, n);
   }
   _tile_release();
 }
