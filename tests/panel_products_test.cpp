@@ -151,7 +151,8 @@ TEST(PanelProductsTest, Bf16KernelsEqualADoubleProductOfTheRoundedOperands) {
         pack_bf16_panels(reinterpret_cast<const uint16_t*>(b.data_ptr<at::BFloat16>()), k, n, b.stride(0), b.stride(1),
                          panels.data(), 0, (n + 47) / 48);
         for (const Bf16PanelKernel kernel : kernels) {
-          for (const int64_t m : {1, 3, 8, 9, 16, 19, 33}) {
+          // (AMX: one or two 16-row blocks and one or two 16-column tiles a turn, in every combination)
+          for (const int64_t m : {1, 3, 8, 9, 16, 19, 32, 33, 48, 64}) {
             for (const Init init : {Init::kNone, Init::kRow, Init::kMatrix, Init::kAccumulate}) {
               // a's rows contiguous (a step's rows) and strided (a weight gradient's transposed a)
               for (const bool a_transposed : {false, true}) {
@@ -176,7 +177,7 @@ TEST(PanelProductsTest, Bf16KernelsEqualADoubleProductOfTheRoundedOperands) {
       }
     }
   }
-  EXPECT_EQ(checked, static_cast<int64_t>(kernels.size()) * 6 * 7 * 2 * 7 * 4 * 2);
+  EXPECT_EQ(checked, static_cast<int64_t>(kernels.size()) * 6 * 7 * 2 * 10 * 4 * 2);
 }
 
 // a's three roundings (rows of unit column stride streamed, columns of unit stride transposed in
