@@ -256,12 +256,19 @@ template <int RB, int CB>
   for (int t = 0; t < 8; ++t) config.rows[t] = 16, config.bytes_per_row[t] = 64;
   _tile_loadconfig(&config);
   const int64_t tiles = (n + 15) / 16;
-  for (int64_t t = 0; t < tiles; t += 2) {
-    const bool pair = t + 1 < tiles;
-    // (a's rows are padded to 16: two row blocks wherever more than 16 rows are left)
-    int64_t r = 0;
-    for (; m - r > 16; r += 32) pair ? amx_block<2, 2>(o, r, t, m, n) : amx_block<2, 1>(o, r, t, m, n);
-    if (r < m) pair ? amx_block<1, 2>(o, r, t, m, n) : amx_block<1, 1>(o, r, t, m, n);
+  // 32 rows at a time over every column: their a (32 KB at k 512) stays in L1 while b streams
+  // from L2 (column tiles outermost streamed a instead: weight gradients 10-30% slower). a's rows
+  // are padded to 16: two row blocks wherever more than 16 rows are left.
+  for (int64_t r = 0; r < m; r += 32) {
+    const bool two = m - r > 16;
+    for (int64_t t = 0; t < tiles; t += 2) {
+      const bool pair = t + 1 < tiles;
+      if (two) {
+        pair ? amx_block<2, 2>(o, r, t, m, n) : amx_block<2, 1>(o, r, t, m, n);
+      } else {
+        pair ? amx_block<1, 2>(o, r, t, m, n) : amx_block<1, 1>(o, r, t, m, n);
+      }
+    }
   }
   _tile_release();
 }
