@@ -574,11 +574,13 @@ struct DecoderStack {
     return view;
   }
 
-  // Step t backwards: dh_step [rows, H] holds the gradient of the top layer's h_t from outside the
-  // recurrence (it is used as a workspace). Runs the layers top-down into dgi, dgh [T, B, G H] and
-  // the carried gradients; layer 0's input gradient is dgi[0] at t, for the caller.
+  // Step t backwards for the block's active rows [first, first + rows), which are the real tokens
+  // [token, token + rows): dh_step [rows, H] holds the gradient of the top layer's h_t from outside
+  // the recurrence (it is used as a workspace). Runs the layers top-down into dgi, dgh (packed, [N,
+  // G H]) and the carried gradients; layer 0's input gradient is dgi[0] at those tokens, for the
+  // caller.
   template <typename scalar_t>
-  void backward_step(int64_t t, int64_t first, int64_t rows, torch::Tensor& dh_step, Carried& c,
+  void backward_step(int64_t t, int64_t first, int64_t rows, int64_t token, torch::Tensor& dh_step, Carried& c,
                      const std::vector<torch::Tensor>& dgi, const std::vector<torch::Tensor>& dgh) const {
     for (int64_t l = L - 1; l >= 0; --l) {
       scalar_t* step_grad = dh_step.data_ptr<scalar_t>();
@@ -587,44 +589,34 @@ struct DecoderStack {
       const scalar_t* z = step_ptr<scalar_t>(saved[l], t) + first * Z * H;
       if (lstm) {
         lstm_backward(step_grad, c.dc[l].data_ptr<scalar_t>(), z, step_ptr<scalar_t>(cells[l], t) + first * H,
-                      step_ptr<scalar_t>(dgi[l], t) + first * G * H, c.dh[l].data_ptr<scalar_t>(),
+                      dgi[l].data_ptr<scalar_t>() + token * G * H, c.dh[l].data_ptr<scalar_t>(),
                       c.dc_step.data_ptr<scalar_t>(), rows, H);
         c.dc[l].copy_(c.dc_step);
       } else {
         gates_backward(step_grad, z, step_ptr<scalar_t>(states[l], t) + first * H,
-                       step_ptr<scalar_t>(dgi[l], t) + first * G * H, step_ptr<scalar_t>(dgh[l], t) + first * G * H,
+                       dgi[l].data_ptr<scalar_t>() + token * G * H, dgh[l].data_ptr<scalar_t>() + token * G * H,
                        c.dh[l].data_ptr<scalar_t>(), rows, H);
       }
-      products.add_mm_(c.dh[l], step_rows(dgh[l], t, B, first, rows), step_hh[l]);
+      products.add_mm_(c.dh[l], dgh[l].narrow(0, token, rows), step_hh[l]);
       if (l > 0) {
-        products.mm_out(dh_step, step_rows(dgi[l], t, B, first, rows), step_ih[l - 1]);
+        products.mm_out(dh_step, dgi[l].narrow(0, token, rows), step_ih[l - 1]);
         if (masked_between) dh_step.mul_(step_rows(between[l - 1], t, B, first, rows));
       }
     }
   }
 
-  // The gate-gradient buffers [T, B, G H] per layer (LSTM: one for gi and gh, which are equal); zero
-  // at the steps past each row's length, which the backward loop skips.
-  std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> gate_gradients() const {
-    std::vector<torch::Tensor> dgi, dgh;
-    for (int64_t l = 0; l < L; ++l) {
-      dgi.push_back(torch::zeros({T, B, G * H}, states[0].options()));
-      dgh.push_back(lstm ? dgi[l] : torch::zeros({T, B, G * H}, states[0].options()));
-    }
-    return {dgi, dgh};
-  }
-
-  // Each layer's gate gradients at the real tokens, gathered once for the weight gradients' products
-  // and the bias gradients' sums (an LSTM's dgh is its dgi).
+  // Each layer's gate gradients at the real tokens, packed ([N, G H]: the backward steps write
+  // every real token's rows, and the padding has none), for the weight gradients' products and the
+  // bias gradients' sums as they are (an LSTM's dgh is its dgi).
   struct RealGateGradients {
     std::vector<torch::Tensor> dgi, dgh;
   };
-  RealGateGradients real_gate_gradients(const std::vector<torch::Tensor>& dgi, const std::vector<torch::Tensor>& dgh,
-                                        const PackedRows& packed) const {
+  RealGateGradients gate_gradients(const PackedRows& packed) const {
+    const int64_t N = packed.tokens().size(0);
     RealGateGradients real;
     for (int64_t l = 0; l < L; ++l) {
-      real.dgi.push_back(packed.real(dgi[l]));
-      real.dgh.push_back(lstm ? real.dgi.back() : packed.real(dgh[l]));
+      real.dgi.push_back(torch::empty({N, G * H}, states[0].options()));
+      real.dgh.push_back(lstm ? real.dgi[l] : torch::empty({N, G * H}, states[0].options()));
     }
     return real;
   }
@@ -794,8 +786,9 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const PackedRows packed = saved_rows(ctx, T);
     const torch::TensorOptions opts = emb.options();
     const torch::Tensor d_features = packed.to_kernel(grads[0]).transpose(0, 1).contiguous();  // [T, B, H]
-    torch::Tensor dpre = torch::zeros({T, B, H}, opts);
-    auto [dgi, dgh] = stack.gate_gradients();
+    torch::Tensor dpre = torch::empty({packed.tokens().size(0), H}, opts);  // packed, as the gate gradients
+    const DecoderStack::RealGateGradients real = stack.gate_gradients(packed);
+    const std::vector<torch::Tensor>&dgi = real.dgi, &dgh = real.dgh;
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
@@ -813,7 +806,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
         scalar_t* d_att = d_attentional_rows.data_ptr<scalar_t>();
         int64_t computed = 0;
         for (int64_t t = T - 1; t >= 0; --t) {
-          const int64_t n = packed.active(t, block);
+          const int64_t n = packed.active(t, block), token = packed.offset(t, block);
           if (n == 0) continue;
           computed += n;
           const scalar_t* d_feat = step_ptr<scalar_t>(d_features, t) + first * H;
@@ -821,34 +814,32 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
           if (masked) {
             const scalar_t* m = step_ptr<scalar_t>(drop, t) + first * H;
             for (int64_t i = 0; i < n * H; ++i) d_att[i] *= m[i];
-            tanh_backward(d_att, step_ptr<scalar_t>(unmasked, t) + first * H, step_ptr<scalar_t>(dpre, t) + first * H,
+            tanh_backward(d_att, step_ptr<scalar_t>(unmasked, t) + first * H, dpre.data_ptr<scalar_t>() + token * H,
                           n * H);
           } else {
             tanh_backward(d_att, step_ptr<scalar_t>(attentional, t + 1) + first * H,
-                          step_ptr<scalar_t>(dpre, t) + first * H, n * H);
+                          dpre.data_ptr<scalar_t>() + token * H, n * H);
           }
           torch::Tensor dch = dch_rows.narrow(0, 0, n), dh_step = dh_rows.narrow(0, 0, n);
-          products.mm_out(dch, step_rows(dpre, t, B, first, n), wc);
+          products.mm_out(dch, dpre.narrow(0, token, n), wc);
           // dh_step: the query's and Wc's paths to the top layer's h_t.
           attention.backward_step<scalar_t>(t, first, n, step_rows(top, t + 1, B, first, n), dch.data_ptr<scalar_t>(),
                                             dh_step, workspace);
           DecoderStack::Carried active = DecoderStack::first_rows(carried, n);
-          stack.backward_step<scalar_t>(t, first, n, dh_step, active, dgi, dgh);
+          stack.backward_step<scalar_t>(t, first, n, token, dh_step, active, dgi, dgh);
           torch::Tensor d_attentional = d_attentional_rows.narrow(0, 0, n);
-          products.mm_out(d_attentional, step_rows(dgi[0], t, B, first, n), w_feed);
+          products.mm_out(d_attentional, dgi[0].narrow(0, token, n), w_feed);
         }
         rows_computed += computed;
       });
     });
     // The whole-batch products, over the real tokens: the embeddings' gradient, layer 0's w_ih
     // gradient in two parts, the output layer's weight gradient, then the stack's.
-    const DecoderStack::RealGateGradients real = stack.real_gate_gradients(dgi, dgh, packed);
     const torch::Tensor& dgi0 = real.dgi[0];
-    const torch::Tensor dpre_real = packed.real(dpre);
     std::vector<Factors> factors = {{dgi0, stack.w_embed},
                                     {dgi0.t(), packed.real(emb)},
                                     {dgi0.t(), packed.real(attentional.narrow(0, 0, T))},
-                                    {dpre_real.t(), packed.real(attention.contexts())}};
+                                    {dpre.t(), packed.real(attention.contexts())}};
     stack.add_weight_gradient_factors(factors, real, packed);
     std::vector<torch::Tensor> outs(factors.size());
     const torch::Tensor dw_ih0 = stack.layer0_input_weight_gradient(outs, 1);
@@ -861,7 +852,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     stack.append_weight_gradients(result, real, dw_ih0, product.begin() + 4);
     attention.append_parameter_gradients(result, top.narrow(0, 1, T), packed.tokens());
     result.push_back(product[3]);
-    result.push_back(dpre_real.sum(0));
+    result.push_back(dpre.sum(0));
     for (int i = 0; i < 6; ++i) result.emplace_back();  // the masks, the attention's configuration, scale, lstm, bf16
     return result;
   }
@@ -929,7 +920,8 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     const PackedRows packed = saved_rows(ctx, T);
     const torch::TensorOptions opts = emb.options();
     const torch::Tensor d_features = packed.to_kernel(grads[0]).transpose(0, 1).contiguous();  // [T, B, H]
-    auto [dgi, dgh] = stack.gate_gradients();
+    const DecoderStack::RealGateGradients real = stack.gate_gradients(packed);
+    const std::vector<torch::Tensor>&dgi = real.dgi, &dgh = real.dgh;
     torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
     torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
@@ -945,15 +937,15 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
         StepAttention::Workspace workspace = attention.workspace(rows);
         int64_t computed = 0;
         for (int64_t t = T - 1; t >= 0; --t) {
-          const int64_t n = packed.active(t, block);
+          const int64_t n = packed.active(t, block), token = packed.offset(t, block);
           if (n == 0) continue;
           computed += n;
           torch::Tensor dh_step = dh_rows.narrow(0, 0, n), dquery = dquery_rows.narrow(0, 0, n);
           dh_step.copy_(step_rows(d_features, t, B, first, n));
           DecoderStack::Carried active = DecoderStack::first_rows(carried, n);
-          stack.backward_step<scalar_t>(t, first, n, dh_step, active, dgi, dgh);
+          stack.backward_step<scalar_t>(t, first, n, token, dh_step, active, dgi, dgh);
           torch::Tensor d_context = dch_rows.narrow(0, 0, n).narrow(1, 0, H);
-          products.mm_out(d_context, step_rows(dgi[0], t, B, first, n), w_context);
+          products.mm_out(d_context, dgi[0].narrow(0, token, n), w_context);
           attention.backward_step<scalar_t>(t, first, n, step_rows(top, t, B, first, n), dch_rows.data_ptr<scalar_t>(),
                                             dquery, workspace);
           active.dh[stack.L - 1].add_(dquery);
@@ -963,7 +955,6 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     });
     // The whole-batch products, over the real tokens: the embeddings' gradient, layer 0's w_ih
     // gradient in two parts, then the stack's.
-    const DecoderStack::RealGateGradients real = stack.real_gate_gradients(dgi, dgh, packed);
     const torch::Tensor& dgi0 = real.dgi[0];
     std::vector<Factors> factors = {{dgi0, stack.w_embed},
                                     {dgi0.t(), packed.real(emb)},

@@ -151,6 +151,35 @@ TEST_P(FusedRecurrenceTest, MatchesTheModulePathInDouble) {
   }
 }
 
+// The fused kernels allocate their buffers uninitialised (the packed gate gradients, say) and must
+// write every element they read: with LibTorch's deterministic mode filling each new tensor with
+// NaN, the fused loss and gradients are still the module path's.
+TEST_P(FusedRecurrenceTest, ReadsNoUninitialisedMemory) {
+  Seq2Seq model = make_model(GetParam(), torch::kDouble);
+  const Batch batch = padded_batch();
+  const LossAndGradients modules = run(model, false, batch);
+  struct PoisonEmptyTensors {
+    PoisonEmptyTensors() {
+      at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+      at::globalContext().setDeterministicFillUninitializedMemory(true);
+    }
+    ~PoisonEmptyTensors() { at::globalContext().setDeterministicAlgorithms(false, false); }
+  };
+  LossAndGradients fused;
+  {
+    const PoisonEmptyTensors poison;
+    ASSERT_TRUE(torch::empty({4}, torch::kDouble).isnan().all().item<bool>()) << "new tensors are not poisoned";
+    fused = run(model, true, batch);
+  }
+  EXPECT_NEAR(fused.loss, modules.loss, 1e-13 * std::abs(modules.loss));
+  ASSERT_EQ(fused.gradients.size(), modules.gradients.size());
+  for (std::size_t i = 0; i < fused.gradients.size(); ++i) {
+    const torch::Tensor& m = modules.gradients[i].second;
+    EXPECT_LE((fused.gradients[i].second - m).abs().max().item<double>(), 1e-12 * m.abs().max().item<double>())
+        << fused.gradients[i].first;
+  }
+}
+
 TEST_P(FusedRecurrenceTest, MatchesFiniteDifferences) {
   Seq2Seq model = make_model(GetParam(), torch::kDouble);
   const Batch b = padded_batch();
