@@ -614,6 +614,25 @@ TEST(GatherRowsTest, EqualsLibTorchsEmbeddingAndIndexSelect) {
   EXPECT_THROW(gather_rows(table, torch::tensor({7}, torch::kLong)), c10::Error);
 }
 
+// A table of thousands of rows (its backward split over the threads), rows gathered many times
+// over: each table row's gradient is its rows' added in their order onto zero, as index_add_ adds.
+TEST(GatherRowsTest, BackwardOfALargeTableEqualsIndexAdd) {
+  torch::manual_seed(9);
+  const int64_t height = 3001, width = 64;
+  const torch::Tensor table = torch::randn({height, width}, torch::kDouble).requires_grad_();
+  const torch::Tensor rows = torch::randint(0, height / 3, {5000}, torch::kLong);  // about 5 uses a row
+  const torch::Tensor upstream = torch::randn({5000, width}, torch::kDouble);
+  for (const std::optional<int64_t> skip : {std::optional<int64_t>(), std::optional<int64_t>(2)}) {
+    table.mutable_grad() = torch::Tensor();
+    (gather_rows(table, rows, skip) * upstream).sum().backward();
+    const torch::Tensor kept = skip ? rows.ne(*skip).nonzero().squeeze(1) : torch::arange(5000);
+    const torch::Tensor expected =
+        torch::zeros({height, width}, torch::kDouble).index_add_(0, rows.index_select(0, kept), upstream.index_select(0, kept));
+    EXPECT_TRUE(torch::equal(table.grad(), expected)) << (skip ? "with" : "without") << " a skipped row";
+    EXPECT_EQ(table.grad().narrow(0, height / 3, height - height / 3).abs().max().item<double>(), 0.0);
+  }
+}
+
 // The GPU's recurrence (sequence_padded: per layer and direction over the padded rows, reversed
 // within each row's length backwards, final states gathered at each row's end; an LSTM stepped)
 // against the packed stack, in double on the CPU: outputs, final states and the gradients of the
