@@ -428,6 +428,27 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
 
 // ---- the teacher-forced decoders ------------------------------------------------------------------
 
+// A row block's per-step products against a step's panels: its own, or made with the other block in
+// a StepTeam (both blocks' rows, half of b's columns each).
+struct BlockProducts {
+  const MatrixProducts& products;
+  StepTeam* team = nullptr;
+  int member = 0;
+
+  void addmm_out(torch::Tensor& out, const torch::Tensor& init, const torch::Tensor& a, const PanelOperand& b) const {
+    if (team != nullptr) return team->product(member, out, a, init, b);
+    products.addmm_out(out, init, a, b);
+  }
+  void mm_out(torch::Tensor& out, const torch::Tensor& a, const PanelOperand& b) const {
+    if (team != nullptr) return team->product(member, out, a, {}, b);
+    products.mm_out(out, a, b);
+  }
+  void add_mm_(torch::Tensor& out, const torch::Tensor& a, const PanelOperand& b) const {
+    if (team != nullptr) return team->product(member, out, a, out, b);
+    products.add_mm_(out, a, b);
+  }
+};
+
 // The stacked cells that both decoders' kernels run, L GRU or LSTM layers: per layer the states
 // h_0 .. h_T [T + 1, B, H] (and the cells), the saved gate values [T, B, Z H] (GRU r|z|n|W_hn h + b_hn,
 // LSTM i|f|g|o|tanh c'), and the inputs of the layers above [T, B, H]: the outputs of the layer below,
@@ -525,16 +546,17 @@ struct DecoderStack {
   // Step t for rows [first, first + rows): gi holds layer 0's input gates (x W_ih^T + b_ih); runs
   // layer 0's cell, then every layer above. gi, gh [rows, G H] are workspaces.
   template <typename scalar_t>
-  void forward_step(int64_t t, int64_t first, int64_t rows, torch::Tensor& gi, torch::Tensor& gh) const {
+  void forward_step(const BlockProducts& step, int64_t t, int64_t first, int64_t rows, torch::Tensor& gi,
+                    torch::Tensor& gh) const {
     for (int64_t l = 0; l < L; ++l) {
       if (l > 0) {
         torch::Tensor input = step_rows(inputs[l - 1], t, B, first, rows);
         if (masked_between) {
           torch::mul_out(input, step_rows(states[l - 1], t + 1, B, first, rows), step_rows(between[l - 1], t, B, first, rows));
         }
-        products.addmm_out(gi, b_ih[l], input, step_ih[l - 1]);
+        step.addmm_out(gi, b_ih[l], input, step_ih[l - 1]);
       }
-      products.addmm_out(gh, b_hh[l], step_rows(states[l], t, B, first, rows), step_hh[l]);
+      step.addmm_out(gh, b_hh[l], step_rows(states[l], t, B, first, rows), step_hh[l]);
       scalar_t* h = step_ptr<scalar_t>(states[l], t + 1) + first * H;
       scalar_t* z = step_ptr<scalar_t>(saved[l], t) + first * Z * H;
       if (lstm) {
@@ -580,7 +602,8 @@ struct DecoderStack {
   // G H]) and the carried gradients; layer 0's input gradient is dgi[0] at those tokens, for the
   // caller.
   template <typename scalar_t>
-  void backward_step(int64_t t, int64_t first, int64_t rows, int64_t token, torch::Tensor& dh_step, Carried& c,
+  void backward_step(const BlockProducts& step, int64_t t, int64_t first, int64_t rows, int64_t token,
+                     torch::Tensor& dh_step, Carried& c,
                      const std::vector<torch::Tensor>& dgi, const std::vector<torch::Tensor>& dgh) const {
     for (int64_t l = L - 1; l >= 0; --l) {
       scalar_t* step_grad = dh_step.data_ptr<scalar_t>();
@@ -597,9 +620,9 @@ struct DecoderStack {
                        dgi[l].data_ptr<scalar_t>() + token * G * H, dgh[l].data_ptr<scalar_t>() + token * G * H,
                        c.dh[l].data_ptr<scalar_t>(), rows, H);
       }
-      products.add_mm_(c.dh[l], dgh[l].narrow(0, token, rows), step_hh[l]);
+      step.add_mm_(c.dh[l], dgh[l].narrow(0, token, rows), step_hh[l]);
       if (l > 0) {
-        products.mm_out(dh_step, dgi[l].narrow(0, token, rows), step_ih[l - 1]);
+        step.mm_out(dh_step, dgi[l].narrow(0, token, rows), step_ih[l - 1]);
         if (masked_between) dh_step.mul_(step_rows(between[l - 1], t, B, first, rows));
       }
     }
@@ -737,22 +760,28 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const torch::Tensor bias_c = wc_bias.detach();
     const torch::Tensor& top = stack.states[stack.L - 1];
     const torch::Tensor& ch = attention.contexts();  // [c_t; h_t]
+    StepTeam team;
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced", [&] {
-      packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
+      packed.for_blocks_side_by_side([&](int64_t block, int64_t first, int64_t rows, bool side_by_side) {
+        const BlockProducts step{products, side_by_side && StepTeam::takes(products) ? &team : nullptr,
+                                 static_cast<int>(block)};
+        const StepTeam::Member member(step.team);
         torch::Tensor gi_rows = torch::empty({rows, G * H}, opts);
         torch::Tensor gh_rows = torch::empty({rows, G * H}, opts);
         StepAttention::Workspace workspace = attention.workspace(rows);
         int64_t computed = 0;
         for (int64_t t = 0; t < T; ++t) {
           const int64_t n = packed.active(t, block);
-          if (n == 0) break;  // the block's rows run longest first
+          // The block's rows run longest first; in a team it makes the products (of no rows) until
+          // the other block is done too.
+          if (n == 0 && (step.team == nullptr || packed.active(t, 1 - block) == 0)) break;
           computed += n;
           torch::Tensor gi = gi_rows.narrow(0, 0, n), gh = gh_rows.narrow(0, 0, n);
-          products.addmm_out(gi, ge.narrow(0, packed.offset(t, block), n), step_rows(attentional, t, B, first, n), w_feed_t);
-          stack.forward_step<scalar_t>(t, first, n, gi, gh);
-          attention.forward_step<scalar_t>(t, first, n, step_rows(top, t + 1, B, first, n), workspace);
+          step.addmm_out(gi, ge.narrow(0, packed.offset(t, block), n), step_rows(attentional, t, B, first, n), w_feed_t);
+          stack.forward_step<scalar_t>(step, t, first, n, gi, gh);
+          if (n > 0) attention.forward_step<scalar_t>(t, first, n, step_rows(top, t + 1, B, first, n), workspace);
           torch::Tensor next = step_rows(attentional, t + 1, B, first, n);
-          products.addmm_out(next, bias_c, step_rows(ch, t, B, first, n), wc_t);
+          step.addmm_out(next, bias_c, step_rows(ch, t, B, first, n), wc_t);
           next.tanh_();
           if (masked) {
             step_rows(unmasked, t, B, first, n).copy_(next);
@@ -795,8 +824,12 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const PanelOperand w_feed = products.panel_operand(stack.w_feed);
     const PanelOperand wc = products.panel_operand(wc_operand);
     const torch::Tensor& top = stack.states[stack.L - 1];
+    StepTeam team;
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
-      packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
+      packed.for_blocks_side_by_side([&](int64_t block, int64_t first, int64_t rows, bool side_by_side) {
+        const BlockProducts step{products, side_by_side && StepTeam::takes(products) ? &team : nullptr,
+                                 static_cast<int>(block)};
+        const StepTeam::Member member(step.team);
         // From step t+1's input; zero for a row until its last step, where the backward loop reaches it.
         torch::Tensor d_attentional_rows = torch::zeros({rows, H}, opts);
         DecoderStack::Carried carried = stack.carried(dh0, dc0, first, rows);
@@ -807,7 +840,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
         int64_t computed = 0;
         for (int64_t t = T - 1; t >= 0; --t) {
           const int64_t n = packed.active(t, block), token = packed.offset(t, block);
-          if (n == 0) continue;
+          if (n == 0 && (step.team == nullptr || packed.active(t, 1 - block) == 0)) continue;  // (as forward)
           computed += n;
           const scalar_t* d_feat = step_ptr<scalar_t>(d_features, t) + first * H;
           for (int64_t i = 0; i < n * H; ++i) d_att[i] += d_feat[i];
@@ -821,14 +854,16 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
                           dpre.data_ptr<scalar_t>() + token * H, n * H);
           }
           torch::Tensor dch = dch_rows.narrow(0, 0, n), dh_step = dh_rows.narrow(0, 0, n);
-          products.mm_out(dch, dpre.narrow(0, token, n), wc);
+          step.mm_out(dch, dpre.narrow(0, token, n), wc);
           // dh_step: the query's and Wc's paths to the top layer's h_t.
-          attention.backward_step<scalar_t>(t, first, n, step_rows(top, t + 1, B, first, n), dch.data_ptr<scalar_t>(),
-                                            dh_step, workspace);
+          if (n > 0) {
+            attention.backward_step<scalar_t>(t, first, n, step_rows(top, t + 1, B, first, n), dch.data_ptr<scalar_t>(),
+                                              dh_step, workspace);
+          }
           DecoderStack::Carried active = DecoderStack::first_rows(carried, n);
-          stack.backward_step<scalar_t>(t, first, n, token, dh_step, active, dgi, dgh);
+          stack.backward_step<scalar_t>(step, t, first, n, token, dh_step, active, dgi, dgh);
           torch::Tensor d_attentional = d_attentional_rows.narrow(0, 0, n);
-          products.mm_out(d_attentional, dgi[0].narrow(0, token, n), w_feed);
+          step.mm_out(d_attentional, dgi[0].narrow(0, token, n), w_feed);
         }
         rows_computed += computed;
       });
@@ -900,7 +935,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
           attention.forward_step<scalar_t>(t, first, n, step_rows(top, t, B, first, n), workspace);
           products.addmm_out(gi, ge.narrow(0, packed.offset(t, block), n), step_rows(ch, t, B, first, n).narrow(1, 0, H),
                              w_context_t);
-          stack.forward_step<scalar_t>(t, first, n, gi, gh);
+          stack.forward_step<scalar_t>({products}, t, first, n, gi, gh);
         }
         rows_computed += computed;
       });
@@ -943,7 +978,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
           torch::Tensor dh_step = dh_rows.narrow(0, 0, n), dquery = dquery_rows.narrow(0, 0, n);
           dh_step.copy_(step_rows(d_features, t, B, first, n));
           DecoderStack::Carried active = DecoderStack::first_rows(carried, n);
-          stack.backward_step<scalar_t>(t, first, n, token, dh_step, active, dgi, dgh);
+          stack.backward_step<scalar_t>({products}, t, first, n, token, dh_step, active, dgi, dgh);
           torch::Tensor d_context = dch_rows.narrow(0, 0, n).narrow(1, 0, H);
           products.mm_out(d_context, dgi[0].narrow(0, token, n), w_context);
           attention.backward_step<scalar_t>(t, first, n, step_rows(top, t, B, first, n), dch_rows.data_ptr<scalar_t>(),

@@ -9,7 +9,12 @@
 #include <cstring>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "luong/util/error.h"
 
@@ -210,6 +215,81 @@ bool PanelOperand::multiply(const torch::Tensor& out, const torch::Tensor& a, co
   }
   panel_products.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+const uint16_t* PanelOperand::amx_panels() const {
+  return bf16_kernel_ == Bf16PanelKernel::kAmx ? reinterpret_cast<const uint16_t*>(panels_.data_ptr<at::BFloat16>())
+                                               : nullptr;
+}
+
+namespace {
+std::atomic<bool>& step_teams_switch() {
+  static std::atomic<bool> enabled{[] {
+    const char* value = std::getenv("LUONG_STEP_TEAMS");
+    return value == nullptr || std::strcmp(value, "off") != 0;
+  }()};
+  return enabled;
+}
+std::atomic<int64_t> step_team_products{0};
+}  // namespace
+
+bool step_teams_enabled() { return step_teams_switch().load(std::memory_order_relaxed); }
+void set_step_teams_enabled(bool enabled) { step_teams_switch().store(enabled, std::memory_order_relaxed); }
+int64_t step_team_products_run() { return step_team_products.load(std::memory_order_relaxed); }
+
+bool StepTeam::takes(const MatrixProducts& products) {
+  return products.bf16 && step_teams_enabled() && MatrixProducts::bf16_panels_take_products() &&
+         bf16_panel_kernel() == Bf16PanelKernel::kAmx;
+}
+
+void StepTeam::meet(int member) {
+  // Each member counts its own meetings; the k-th is over once both have arrived k times.
+  const int64_t target = kMembers * ++passed_[member];
+  arrivals_.fetch_add(1, std::memory_order_acq_rel);
+  for (int spins = 0; arrivals_.load(std::memory_order_acquire) < target; ++spins) {
+    if (abandoned_.load(std::memory_order_relaxed)) throw Error("a step product's other row block failed");
+    if (spins < 4096) {
+#if defined(__x86_64__)
+      _mm_pause();
+#endif
+    } else {
+      std::this_thread::yield();  // more threads than cores (test processes side by side)
+    }
+  }
+}
+
+void StepTeam::product(int member, const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& init,
+                       const PanelOperand& b) {
+  const uint16_t* panels = b.amx_panels();
+  if (panels == nullptr) {  // both members see the same b, so neither waits
+    const MatrixProducts bf16_products{true};
+    torch::Tensor target = out;
+    if (!init.defined()) {
+      bf16_products.mm_out(target, a, b);
+    } else if (init.is_same(out)) {
+      bf16_products.add_mm_(target, a, b);
+    } else {
+      bf16_products.addmm_out(target, init, a, b);
+    }
+    return;
+  }
+  TORCH_CHECK(a.dim() == 2 && out.dim() == 2 && a.size(0) == out.size(0) && (a.size(0) == 0 || a.stride(1) == 1) &&
+                  (out.size(0) == 0 || out.stride(1) == 1) && a.scalar_type() == torch::kFloat &&
+                  out.scalar_type() == torch::kFloat,
+              "StepTeam::product: rows of unit column stride in float32 expected");
+  Bf16RowBlock& mine = blocks_[member];
+  mine = {a.data_ptr<float>(), a.size(0), a.size(0) > 0 ? a.stride(0) : 0, out.data_ptr<float>(),
+          out.size(0) > 0 ? out.stride(0) : 0, nullptr, 0};
+  if (init.defined()) {
+    mine.init = init.data_ptr<float>();
+    mine.init_ld = init.dim() == 2 ? init.stride(0) : 0;
+  }
+  meet(member);  // both members' rows are known
+  const int64_t panel_count = (b.columns() + 47) / 48, half = (panel_count + 1) / 2;
+  const int64_t first = member == 0 ? 0 : half, last = member == 0 ? half : panel_count;
+  amx_panel_product_of_two_blocks(blocks_, a.size(1), panels, b.columns(), first, last);
+  if (member == 0) step_team_products.fetch_add(1, std::memory_order_relaxed);
+  meet(member);  // both halves are written, and neither member's rows are read any more
 }
 
 namespace detail {

@@ -58,6 +58,13 @@ struct Operands {
   int64_t ldc;
   const float* init;
   int64_t init_ld;
+  // (AMX only) rows from `split` on go to c2 and start from init2, counted from split: a second
+  // row block's, whose a follows the first's
+  int64_t split = INT64_MAX;
+  float* c2 = nullptr;
+  int64_t ldc2 = 0;
+  const float* init2 = nullptr;
+  int64_t init_ld2 = 0;
 };
 
 // The first min(count, 16) lanes of a 16-lane mask (none for a count of 0 or less).
@@ -237,13 +244,16 @@ template <int RB, int CB>
   if constexpr (RB == 2 && CB == 2) _tile_stored(3, sums + 16 * 32 + 16, 128);
   const __mmask16 mask[2] = {first_lanes(n - 16 * t), first_lanes(n - 16 * (t + 1))};
   for (int64_t i = 0; i < std::min<int64_t>(16 * RB, m - r); ++i) {
+    const int64_t row = r + i;
+    const bool second = row >= o.split;
+    float* c = second ? o.c2 + (row - o.split) * o.ldc2 : o.c + row * o.ldc;
+    const float* init = second ? (o.init2 == nullptr ? nullptr : o.init2 + (row - o.split) * o.init_ld2)
+                               : (o.init == nullptr ? nullptr : o.init + row * o.init_ld);
     for (int q = 0; q < CB; ++q) {
       const int64_t j = 16 * (t + q);
       __m512 sum = _mm512_load_ps(sums + i * 32 + 16 * q);
-      if (o.init != nullptr) {
-        sum = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[q], o.init + (r + i) * o.init_ld + j), sum);
-      }
-      _mm512_mask_storeu_ps(o.c + (r + i) * o.ldc + j, mask[q], sum);
+      if (init != nullptr) sum = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[q], init + j), sum);
+      _mm512_mask_storeu_ps(c + j, mask[q], sum);
     }
   }
 }
@@ -691,6 +701,31 @@ void bf16_panel_product(Bf16PanelKernel kernel, const float* a, int64_t m, int64
       (void)init_ld, (void)a_column_stride;
   throw std::invalid_argument(std::string("bf16_panel_product: this processor has no ") +
                               bf16_panel_kernel_name(kernel) + " kernel");
+}
+
+void amx_panel_product_of_two_blocks(const Bf16RowBlock (&blocks)[2], int64_t k, const uint16_t* panels, int64_t n,
+                                     int64_t first_panel, int64_t last_panel) {
+#ifdef LUONG_PANEL_KERNELS
+  if (bf16_panel_kernel_here() == Bf16PanelKernel::kAmx) {
+    const int64_t pairs = (k + 1) / 2, panel_pairs = bf16_panel_pairs(k), ld = 2 * panel_pairs;
+    const int64_t m = blocks[0].m + blocks[1].m, j = first_panel * 48, columns = std::min(n, last_panel * 48) - j;
+    if (m == 0 || columns <= 0) return;
+    thread_local std::vector<uint16_t> rounded;
+    rounded.resize(static_cast<std::size_t>((m + 15) / 16 * 16 * ld));
+    round_rows_bf16(blocks[0].a, blocks[0].m, k, blocks[0].lda, 1, rounded.data(), ld);
+    round_rows_bf16(blocks[1].a, blocks[1].m, k, blocks[1].lda, 1, rounded.data() + blocks[0].m * ld, ld);
+    std::fill(rounded.begin() + m * ld, rounded.end(), uint16_t{0});
+    const auto shifted = [&](const float* init) { return init == nullptr ? nullptr : init + j; };
+    Operands<uint16_t, uint16_t> operands{rounded.data(),     ld, panels + j * 2 * panel_pairs, pairs, panel_pairs,
+                                          blocks[0].c + j,    blocks[0].ldc, shifted(blocks[0].init), blocks[0].init_ld};
+    operands.split = blocks[0].m;
+    operands.c2 = blocks[1].c + j, operands.ldc2 = blocks[1].ldc;
+    operands.init2 = shifted(blocks[1].init), operands.init_ld2 = blocks[1].init_ld;
+    return amx_product(operands, m, columns);
+  }
+#endif
+  (void)blocks, (void)k, (void)panels, (void)n, (void)first_panel, (void)last_panel;
+  throw std::invalid_argument("amx_panel_product_of_two_blocks: this processor has no AMX kernel");
 }
 
 void panel_product(PanelIsa isa, const float* a, int64_t m, int64_t k, int64_t lda, const float* panels, int64_t n,

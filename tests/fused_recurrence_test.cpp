@@ -433,6 +433,53 @@ TEST_P(FusedRecurrenceTest, Bf16StaysCloseToFloat32AndTheModulePath) {
 
 // Twenty rows, so that the fused kernels split the batch into blocks over the intra-op threads (one
 // block per thread, eight rows at least): 1, 2 and 3 threads each equal the module path.
+// On 2 threads a batch of 20 rows runs in two row blocks side by side; under bf16 in AMX panels the
+// Luong decoder's blocks make each step's products together (StepTeam: both blocks' rows, half the
+// columns each). The loss and every gradient are those of each block on its own, to the bit, and the
+// teams really ran (none for Bahdanau's decoder, whose steps keep their own products).
+TEST_P(FusedRecurrenceTest, Bf16StepTeamsEqualEachBlockAlone) {
+  if (bf16_panel_kernel() != Bf16PanelKernel::kAmx || !panel_products_enabled()) {
+    GTEST_SKIP() << "step teams need AMX panels";
+  }
+  Seq2Seq model = make_model(GetParam(), torch::kFloat);
+  torch::manual_seed(4);
+  const int64_t rows = 20, source = 9, target = 7;
+  const torch::Tensor lengths = torch::randint(1, source + 1, {rows}, torch::kLong);
+  const torch::Tensor target_lengths = torch::randint(1, target + 1, {rows}, torch::kLong);
+  torch::Tensor src = torch::randint(3, 12, {rows, source}, torch::kLong);
+  torch::Tensor dec_in = torch::randint(3, 10, {rows, target}, torch::kLong);
+  torch::Tensor dec_tgt = torch::randint(3, 10, {rows, target}, torch::kLong);
+  const torch::Tensor positions = torch::arange(source).unsqueeze(0), steps = torch::arange(target).unsqueeze(0);
+  src.masked_fill_(positions.ge(lengths.unsqueeze(1)), 0);
+  dec_in.masked_fill_(steps.ge(target_lengths.unsqueeze(1)), 0);
+  dec_tgt.masked_fill_(steps.ge(target_lengths.unsqueeze(1)), 0);
+  const Batch batch{src, lengths, dec_in, dec_tgt};
+  const int threads_before = torch::get_num_threads();
+  torch::set_num_threads(2);
+  const bool teams_before = step_teams_enabled();
+  set_step_teams_enabled(false);
+  const int64_t before_alone = step_team_products_run();
+  const LossAndGradients alone = run(model, true, batch, Precision::kBFloat16);
+  const int64_t during_alone = step_team_products_run() - before_alone;
+  set_step_teams_enabled(true);
+  const int64_t before_teams = step_team_products_run();
+  const LossAndGradients teams = run(model, true, batch, Precision::kBFloat16);
+  const int64_t during_teams = step_team_products_run() - before_teams;
+  set_step_teams_enabled(teams_before);
+  torch::set_num_threads(threads_before);
+  EXPECT_EQ(during_alone, 0);
+  if (GetParam().decoder == DecoderKind::kLuong) {
+    EXPECT_GT(during_teams, 0) << "no step product ran in a team";
+  } else {
+    EXPECT_EQ(during_teams, 0);
+  }
+  EXPECT_EQ(teams.loss, alone.loss);
+  ASSERT_EQ(teams.gradients.size(), alone.gradients.size());
+  for (std::size_t i = 0; i < teams.gradients.size(); ++i) {
+    EXPECT_TRUE(torch::equal(teams.gradients[i].second, alone.gradients[i].second)) << teams.gradients[i].first;
+  }
+}
+
 TEST_P(FusedRecurrenceTest, MatchesTheModulePathOnEveryThreadCount) {
   Seq2Seq model = make_model(GetParam(), torch::kDouble);
   torch::manual_seed(3);

@@ -386,6 +386,64 @@ TEST(PanelProductsTest, ProductsDealtToThreadsEqualEachProductAlone) {
 
 // Where the processor has AMX, the per-step operations under bf16 run on its tiles (the operand says
 // which kernel took it) and equal AVX512-BF16's to float32 rounding: both sum the same exact products.
+// Two row blocks' product over a range of panels (a step team's share): each block's rows equal
+// bf16_panel_product's for that block alone, to the bit, in the range's columns, and nothing is
+// written outside them; for either block empty, every start (none, a bias row, a matrix, the
+// output itself) and both halves of the panels.
+TEST(PanelProductsTest, AmxProductOfTwoBlocksEqualsEachBlockAlone) {
+  if (bf16_panel_kernel_here() != Bf16PanelKernel::kAmx) GTEST_SKIP() << "this processor has no AMX";
+  torch::manual_seed(12);
+  int64_t checked = 0;
+  for (const int64_t k : {7, 64, 131}) {
+    for (const int64_t n : {5, 48, 100, 200}) {
+      const torch::Tensor b = torch::randn({n, k}).t();  // a weight's transpose
+      std::vector<uint16_t> panels(static_cast<std::size_t>(bf16_panel_elements(k, n)));
+      pack_bf16_panels_rounding(b.data_ptr<float>(), k, n, b.stride(0), b.stride(1), panels.data(), 0, (n + 47) / 48);
+      const int64_t panel_count = (n + 47) / 48, half = (panel_count + 1) / 2;
+      for (const auto& [m0, m1] : {std::pair<int64_t, int64_t>{16, 16}, {9, 16}, {16, 3}, {0, 5}, {7, 0}, {1, 1}}) {
+        for (const Init init : {Init::kNone, Init::kRow, Init::kMatrix, Init::kAccumulate}) {
+          for (const auto& [first, last] : {std::pair<int64_t, int64_t>{0, half}, {half, panel_count}}) {
+            const torch::Tensor a[2] = {torch::randn({m0, k + 2}).narrow(1, 0, k), torch::randn({m1, k})};
+            const torch::Tensor start[2] = {torch::randn({m0, n}), torch::randn({m1, n})}, row = torch::randn({n});
+            torch::Tensor together[2], alone[2];
+            Bf16RowBlock blocks[2];
+            for (int s = 0; s < 2; ++s) {
+              together[s] = init == Init::kAccumulate ? start[s].clone() : torch::full({a[s].size(0), n}, 7.0f);
+              alone[s] = together[s].clone();
+              const torch::Tensor& from = init == Init::kRow ? row : init == Init::kMatrix ? start[s] : together[s];
+              blocks[s] = {a[s].data_ptr<float>(), a[s].size(0), a[s].stride(0), together[s].data_ptr<float>(), n,
+                           init == Init::kNone ? nullptr : from.data_ptr<float>(), init == Init::kRow ? 0 : n};
+              const float* alone_start = init == Init::kNone           ? nullptr
+                                         : init == Init::kAccumulate ? alone[s].data_ptr<float>()
+                                                                     : from.data_ptr<float>();
+              bf16_panel_product(Bf16PanelKernel::kAmx, a[s].data_ptr<float>(), a[s].size(0), k, a[s].stride(0),
+                                 panels.data(), n, alone[s].data_ptr<float>(), n, alone_start, init == Init::kRow ? 0 : n);
+            }
+            amx_panel_product_of_two_blocks(blocks, k, panels.data(), n, first, last);
+            const int64_t j = std::min(n, first * 48), columns = std::min(n, last * 48) - j;
+            for (int s = 0; s < 2; ++s) {
+              const std::string where = "k " + std::to_string(k) + " n " + std::to_string(n) + " m " +
+                                        std::to_string(m0) + "+" + std::to_string(m1) + " init " +
+                                        std::to_string(static_cast<int>(init)) + " panels " + std::to_string(first) +
+                                        "-" + std::to_string(last) + " block " + std::to_string(s);
+              if (columns > 0) {
+                EXPECT_TRUE(torch::equal(together[s].narrow(1, j, columns), alone[s].narrow(1, j, columns))) << where;
+              }
+              const torch::Tensor untouched = init == Init::kAccumulate ? start[s] : torch::full_like(together[s], 7.0f);
+              EXPECT_TRUE(torch::equal(together[s].narrow(1, 0, j), untouched.narrow(1, 0, j))) << where;
+              EXPECT_TRUE(torch::equal(together[s].narrow(1, j + columns, n - j - columns),
+                                       untouched.narrow(1, j + columns, n - j - columns)))
+                  << where;
+            }
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 3 * 4 * 6 * 4 * 2);
+}
+
 TEST(PanelProductsTest, Bf16StepOperationsOnAmxEqualAvx512Bf16s) {
   if (bf16_panel_kernel_here() != Bf16PanelKernel::kAmx) GTEST_SKIP() << "this processor has no AMX-BF16";
   torch::manual_seed(9);

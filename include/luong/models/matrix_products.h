@@ -6,7 +6,9 @@
 // oneDNN, whichever Float32Products says.
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <utility>
 #include <vector>
 
@@ -90,12 +92,64 @@ class PanelOperand {
   /// On the calling thread (a step's rows), or over LibTorch's threads in blocks of rows (`parallel`:
   /// a whole batch's).
   bool multiply(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& init, bool parallel = false) const;
+  /// The AMX panels (null unless bf16_kernel() is kAmx) and their columns.
+  const uint16_t* amx_panels() const;
+  int64_t columns() const { return matrix_.size(1); }
 
  private:
   torch::Tensor matrix_, panels_;
   PanelIsa isa_ = PanelIsa::kNone;                          // float32 panels' kernel
   Bf16PanelKernel bf16_kernel_ = Bf16PanelKernel::kNone;  // bf16 panels' kernel
 };
+
+/// Two threads, each running the time loop of one row block of a recurrence, that make each of a
+/// step's products together: both blocks' rows against half of b's columns each, where each block
+/// alone read all of b for its 16 rows (b comes from L3 at every step: a decoder step's weights do
+/// not fit in L2). Both members must call product() for the same products in the same order, with
+/// no rows where a block has finished. Only for AMX panels (elsewhere each member multiplies its own
+/// rows, and nobody waits); the sums are the same to the bit.
+struct MatrixProducts;
+
+class StepTeam {
+ public:
+  static constexpr int kMembers = 2;
+  /// Whether row blocks that run side by side (PackedRows::for_blocks_side_by_side) make `products`'
+  /// step products in a team: under bf16 in AMX panels, teams enabled.
+  static bool takes(const MatrixProducts& products);
+  /// Held by each member for its time loop: a member that leaves by an exception abandons the team,
+  /// and the other's next product throws instead of waiting for it forever.
+  class Member {
+   public:
+    explicit Member(StepTeam* team) : team_(team), exceptions_(std::uncaught_exceptions()) {}
+    ~Member() {
+      if (team_ != nullptr && std::uncaught_exceptions() > exceptions_) team_->abandoned_.store(true);
+    }
+    Member(const Member&) = delete;
+    Member& operator=(const Member&) = delete;
+
+   private:
+    StepTeam* team_;
+    int exceptions_;
+  };
+
+  /// out = init + a b (init undefined, a row to broadcast or out itself to accumulate) for member
+  /// `member`'s rows, a [n, K] and out [n, N] of unit column stride, n possibly 0, under bf16 (b
+  /// from MatrixProducts{true}). Returns once both members' rows are written.
+  void product(int member, const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& init,
+               const PanelOperand& b);
+
+ private:
+  void meet(int member);
+  Bf16RowBlock blocks_[kMembers] = {};
+  std::atomic<int64_t> arrivals_{0};
+  std::atomic<bool> abandoned_{false};
+  int64_t passed_[kMembers] = {};
+};
+/// Whether decoders' steps make their products in StepTeams where they can (LUONG_STEP_TEAMS=off
+/// turns them off; the tests compare both ways), and the products made so in this process.
+bool step_teams_enabled();
+void set_step_teams_enabled(bool enabled);
+int64_t step_team_products_run();
 
 /// The two factors of a product a b.
 using Factors = std::pair<torch::Tensor, torch::Tensor>;

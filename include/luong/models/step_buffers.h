@@ -3,6 +3,7 @@
 // dispatcher's select and narrow, and running a recurrence's batch rows on the intra-op threads.
 #include <torch/torch.h>
 
+#include <ATen/Config.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -119,6 +120,20 @@ class PackedRows {
   template <typename Body>
   void for_blocks(const Body& body) const {
     for_lane_blocks(1, [&](int64_t, int64_t block, int64_t first, int64_t rows) { body(block, first, rows); });
+  }
+  /// for_blocks, telling each body whether the blocks run side by side: two blocks, each on its own
+  /// thread of an OpenMP team (whose threads all run at once), so that they may meet at every step
+  /// (StepTeam). A pool's tasks may run one after another: never side by side.
+  template <typename Body>
+  void for_blocks_side_by_side(const Body& body) const {
+    at::parallel_for(0, blocks_, 1, [&](int64_t begin, int64_t end) {
+#if AT_PARALLEL_OPENMP
+      const bool side_by_side = blocks_ == 2 && end - begin == 1;
+#else
+      const bool side_by_side = false;
+#endif
+      for (int64_t k = begin; k < end; ++k) body(k, first(k), rows(k), side_by_side);
+    });
   }
   /// body(lane, block, first, rows) for every block of each of `lanes` independent recurrences over
   /// these rows, the lanes x blocks tasks shared over the intra-op threads.
