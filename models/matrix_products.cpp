@@ -132,6 +132,7 @@ void read_product_environment() {
   (void)float32_products();
   (void)panel_products_enabled();
   (void)amx_panels_enabled();
+  (void)step_teams_enabled();
 }
 
 PanelOperand::PanelOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
@@ -226,7 +227,9 @@ namespace {
 std::atomic<bool>& step_teams_switch() {
   static std::atomic<bool> enabled{[] {
     const char* value = std::getenv("LUONG_STEP_TEAMS");
-    return value == nullptr || std::strcmp(value, "off") != 0;
+    if (value == nullptr || *value == '\0' || std::strcmp(value, "on") == 0) return true;
+    if (std::strcmp(value, "off") == 0) return false;
+    throw Error(std::string("LUONG_STEP_TEAMS must be on or off, not '") + value + "'");
   }()};
   return enabled;
 }

@@ -97,7 +97,7 @@ TEST(CliTest, BadInputIsOneLineAndExitTwo) {
 }
 
 // `luong version` says which kernels multiply the fused kernels' float32 matrices, and a bad
-// LUONG_PANEL_PRODUCTS ends a command before it starts: one line and exit 2.
+// LUONG_PANEL_PRODUCTS (or LUONG_STEP_TEAMS) ends a command before it starts: one line and exit 2.
 TEST(CliTest, VersionSaysWhichProductKernelsRun) {
   const models::PanelIsa isa = models::panel_isa_here();
   const std::string panels = isa == models::PanelIsa::kNone     ? "as above (no panel kernel for this processor)"
@@ -128,6 +128,12 @@ TEST(CliTest, VersionSaysWhichProductKernelsRun) {
   EXPECT_FALSE(fs::exists(dir)) << "a run started under a bad LUONG_PANEL_PRODUCTS";
   EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
   EXPECT_NE(bad.out.find("LUONG_PANEL_PRODUCTS must be on, off or no-amx, not 'sometimes'"), std::string::npos) << bad.out;
+  const std::string teams_dir = temp_run("bad_teams");
+  const CommandResult bad_teams = run("train --data builtin:numbers --out " + teams_dir, "", "LUONG_STEP_TEAMS=2");
+  EXPECT_EQ(bad_teams.status, 2) << bad_teams.out;
+  EXPECT_FALSE(fs::exists(teams_dir)) << "a run started under a bad LUONG_STEP_TEAMS";
+  EXPECT_EQ(std::count(bad_teams.out.begin(), bad_teams.out.end(), '\n'), 1) << bad_teams.out;
+  EXPECT_NE(bad_teams.out.find("LUONG_STEP_TEAMS must be on or off, not '2'"), std::string::npos) << bad_teams.out;
 }
 
 TEST(CliTest, TrainEvaluateTranslateTrace) {

@@ -68,7 +68,7 @@ int64_t products_dealt_run();
 /// kernel is here, a training step's products run none (the fused kernels hand the products float32
 /// a operands, which the panels round as they go).
 int64_t bf16_library_products_run();
-/// Reads LUONG_FLOAT32_PRODUCTS and LUONG_PANEL_PRODUCTS now (a bad value throws Error), as every
+/// Reads LUONG_FLOAT32_PRODUCTS, LUONG_PANEL_PRODUCTS and LUONG_STEP_TEAMS now (a bad value throws Error), as every
 /// command does first, so that a bad value ends it before it has written anything.
 void read_product_environment();
 
