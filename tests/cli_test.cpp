@@ -122,18 +122,17 @@ TEST(CliTest, VersionSaysWhichProductKernelsRun) {
               std::string::npos)
         << off.out;
   }
-  const std::string dir = temp_run("bad_panels");
-  const CommandResult bad = run("train --data builtin:numbers --out " + dir, "", "LUONG_PANEL_PRODUCTS=sometimes");
-  EXPECT_EQ(bad.status, 2) << bad.out;
-  EXPECT_FALSE(fs::exists(dir)) << "a run started under a bad LUONG_PANEL_PRODUCTS";
-  EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
-  EXPECT_NE(bad.out.find("LUONG_PANEL_PRODUCTS must be on, off or no-amx, not 'sometimes'"), std::string::npos) << bad.out;
-  const std::string teams_dir = temp_run("bad_teams");
-  const CommandResult bad_teams = run("train --data builtin:numbers --out " + teams_dir, "", "LUONG_STEP_TEAMS=2");
-  EXPECT_EQ(bad_teams.status, 2) << bad_teams.out;
-  EXPECT_FALSE(fs::exists(teams_dir)) << "a run started under a bad LUONG_STEP_TEAMS";
-  EXPECT_EQ(std::count(bad_teams.out.begin(), bad_teams.out.end(), '\n'), 1) << bad_teams.out;
-  EXPECT_NE(bad_teams.out.find("LUONG_STEP_TEAMS must be on or off, not '2'"), std::string::npos) << bad_teams.out;
+  for (const auto& [variable, error] :
+       {std::pair<std::string, std::string>{"LUONG_PANEL_PRODUCTS=sometimes",
+                                            "LUONG_PANEL_PRODUCTS must be on, off or no-amx, not 'sometimes'"},
+        {"LUONG_STEP_TEAMS=2", "LUONG_STEP_TEAMS must be on or off, not '2'"}}) {
+    const std::string dir = temp_run("bad_environment");
+    const CommandResult bad = run("train --data builtin:numbers --out " + dir, "", variable);
+    EXPECT_EQ(bad.status, 2) << bad.out;
+    EXPECT_FALSE(fs::exists(dir)) << "a run started under " << variable;
+    EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
+    EXPECT_NE(bad.out.find(error), std::string::npos) << bad.out;
+  }
 }
 
 TEST(CliTest, TrainEvaluateTranslateTrace) {

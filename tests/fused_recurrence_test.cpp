@@ -35,6 +35,22 @@ Batch padded_batch() {
           torch::tensor({{4, 5, 6, 7, 2}, {6, 2, 0, 0, 0}, {3, 3, 2, 0, 0}, {7, 5, 4, 2, 0}}, torch::kLong)};
 }
 
+// A batch of `rows` random sentences: source lengths 1..9, target lengths 1..7, in random order.
+Batch random_batch(int64_t rows) {
+  const torch::Tensor src_lengths = torch::randint(1, 10, {rows}, torch::kLong);
+  const torch::Tensor tgt_lengths = torch::randint(1, 8, {rows}, torch::kLong);
+  const auto padded = [](const torch::Tensor& lengths, int64_t width, int64_t low, int64_t high) {
+    const torch::Tensor tokens = torch::randint(low, high, {lengths.size(0), width}, torch::kLong);
+    return tokens * (torch::arange(width, torch::kLong).unsqueeze(0) < lengths.unsqueeze(1));
+  };
+  const torch::Tensor words = padded(tgt_lengths - 1, 7, 3, 10);  // the target's words, EOS appended below
+  const torch::Tensor positions = torch::arange(7, torch::kLong).unsqueeze(0);
+  const torch::Tensor dec_tgt = words + 2 * (positions == (tgt_lengths - 1).unsqueeze(1));
+  const torch::Tensor dec_in =
+      torch::cat({torch::ones({rows, 1}, torch::kLong), words.narrow(1, 0, 6)}, 1) * (positions < tgt_lengths.unsqueeze(1));
+  return {padded(src_lengths, 9, 3, 12), src_lengths, dec_in, dec_tgt};
+}
+
 struct Case {
   std::string name;
   ScoreKind score;
@@ -443,17 +459,7 @@ TEST_P(FusedRecurrenceTest, Bf16StepTeamsEqualEachBlockAlone) {
   }
   Seq2Seq model = make_model(GetParam(), torch::kFloat);
   torch::manual_seed(4);
-  const int64_t rows = 20, source = 9, target = 7;
-  const torch::Tensor lengths = torch::randint(1, source + 1, {rows}, torch::kLong);
-  const torch::Tensor target_lengths = torch::randint(1, target + 1, {rows}, torch::kLong);
-  torch::Tensor src = torch::randint(3, 12, {rows, source}, torch::kLong);
-  torch::Tensor dec_in = torch::randint(3, 10, {rows, target}, torch::kLong);
-  torch::Tensor dec_tgt = torch::randint(3, 10, {rows, target}, torch::kLong);
-  const torch::Tensor positions = torch::arange(source).unsqueeze(0), steps = torch::arange(target).unsqueeze(0);
-  src.masked_fill_(positions.ge(lengths.unsqueeze(1)), 0);
-  dec_in.masked_fill_(steps.ge(target_lengths.unsqueeze(1)), 0);
-  dec_tgt.masked_fill_(steps.ge(target_lengths.unsqueeze(1)), 0);
-  const Batch batch{src, lengths, dec_in, dec_tgt};
+  const Batch batch = random_batch(20);  // two row blocks on 2 threads
   const int threads_before = torch::get_num_threads();
   torch::set_num_threads(2);
   const bool teams_before = step_teams_enabled();
@@ -483,17 +489,7 @@ TEST_P(FusedRecurrenceTest, Bf16StepTeamsEqualEachBlockAlone) {
 TEST_P(FusedRecurrenceTest, MatchesTheModulePathOnEveryThreadCount) {
   Seq2Seq model = make_model(GetParam(), torch::kDouble);
   torch::manual_seed(3);
-  const int64_t rows = 20, source = 9, target = 7;
-  const torch::Tensor lengths = torch::randint(1, source + 1, {rows}, torch::kLong);
-  const torch::Tensor target_lengths = torch::randint(1, target + 1, {rows}, torch::kLong);
-  torch::Tensor src = torch::randint(3, 12, {rows, source}, torch::kLong);
-  torch::Tensor dec_in = torch::randint(3, 10, {rows, target}, torch::kLong);
-  torch::Tensor dec_tgt = torch::randint(3, 10, {rows, target}, torch::kLong);
-  const torch::Tensor positions = torch::arange(source).unsqueeze(0), steps = torch::arange(target).unsqueeze(0);
-  src.masked_fill_(positions.ge(lengths.unsqueeze(1)), 0);
-  dec_in.masked_fill_(steps.ge(target_lengths.unsqueeze(1)), 0);
-  dec_tgt.masked_fill_(steps.ge(target_lengths.unsqueeze(1)), 0);
-  const Batch batch{src, lengths, dec_in, dec_tgt};
+  const Batch batch = random_batch(20);
   const int threads_before = torch::get_num_threads();
   const LossAndGradients modules = run(model, false, batch);
   for (int threads : {1, 2, 3}) {
@@ -548,21 +544,6 @@ INSTANTIATE_TEST_SUITE_P(Scores, FusedRecurrenceTest,
                                                           2, false, 3)),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
-// A batch of `rows` random sentences: source lengths 1..9, target lengths 1..7, in random order.
-Batch random_batch(int64_t rows) {
-  const torch::Tensor src_lengths = torch::randint(1, 10, {rows}, torch::kLong);
-  const torch::Tensor tgt_lengths = torch::randint(1, 8, {rows}, torch::kLong);
-  const auto padded = [](const torch::Tensor& lengths, int64_t width, int64_t low, int64_t high) {
-    const torch::Tensor tokens = torch::randint(low, high, {lengths.size(0), width}, torch::kLong);
-    return tokens * (torch::arange(width, torch::kLong).unsqueeze(0) < lengths.unsqueeze(1));
-  };
-  const torch::Tensor words = padded(tgt_lengths - 1, 7, 3, 10);  // the target's words, EOS appended below
-  const torch::Tensor positions = torch::arange(7, torch::kLong).unsqueeze(0);
-  const torch::Tensor dec_tgt = words + 2 * (positions == (tgt_lengths - 1).unsqueeze(1));
-  const torch::Tensor dec_in =
-      torch::cat({torch::ones({rows, 1}, torch::kLong), words.narrow(1, 0, 6)}, 1) * (positions < tgt_lengths.unsqueeze(1));
-  return {padded(src_lengths, 9, 3, 12), src_lengths, dec_in, dec_tgt};
-}
 
 // Many rows on 3 threads: the kernels deal the rows over 3 blocks by length and compute the real
 // tokens alone (the encoder's per source length, the decoder's per target length), and the loss and
