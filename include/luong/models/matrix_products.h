@@ -102,14 +102,14 @@ class PanelOperand {
   Bf16PanelKernel bf16_kernel_ = Bf16PanelKernel::kNone;  // bf16 panels' kernel
 };
 
+struct MatrixProducts;
+
 /// Two threads, each running the time loop of one row block of a recurrence, that make each of a
 /// step's products together: both blocks' rows against half of b's columns each, where each block
 /// alone read all of b for its 16 rows (b comes from L3 at every step: a decoder step's weights do
 /// not fit in L2). Both members must call product() for the same products in the same order, with
 /// no rows where a block has finished. Only for AMX panels (elsewhere each member multiplies its own
 /// rows, and nobody waits); the sums are the same to the bit.
-struct MatrixProducts;
-
 class StepTeam {
  public:
   static constexpr int kMembers = 2;
