@@ -282,7 +282,10 @@ void StepTeam::product(int member, const torch::Tensor& out, const torch::Tensor
   }
   TORCH_CHECK(a.dim() == 2 && out.dim() == 2 && a.size(0) == out.size(0) && (a.size(0) == 0 || a.stride(1) == 1) &&
                   (out.size(0) == 0 || out.stride(1) == 1) && a.scalar_type() == torch::kFloat &&
-                  out.scalar_type() == torch::kFloat,
+                  out.scalar_type() == torch::kFloat &&
+                  (!init.defined() || (init.scalar_type() == torch::kFloat &&
+                                       (init.dim() == 1 ? init.stride(0) == 1
+                                                        : init.dim() == 2 && (init.size(0) == 0 || init.stride(1) == 1)))),
               "StepTeam::product: rows of unit column stride in float32 expected");
   Bf16RowBlock& mine = blocks_[member];
   mine = {a.data_ptr<float>(), a.size(0), a.size(0) > 0 ? a.stride(0) : 0, out.data_ptr<float>(),
