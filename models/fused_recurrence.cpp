@@ -428,25 +428,32 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
 
 // ---- the teacher-forced decoders ------------------------------------------------------------------
 
-// A row block's per-step products against a step's panels: its own, or made with the other block in
-// a StepTeam (both blocks' rows, half of b's columns each).
+// A row block's per-step products against a step's panels: its own, or, for b in AMX panels, made
+// with the other block in a StepTeam (both blocks' rows, half of b's columns each).
 struct BlockProducts {
   const MatrixProducts& products;
   StepTeam* team = nullptr;
-  int member = 0;
+  int64_t block = 0;  // (in a team, its member number)
 
+  // Whether the block runs step t: while it has rows there, and in a team while the other block has.
+  bool runs_step(const PackedRows& packed, int64_t t) const {
+    return packed.active(t, block) > 0 || (team != nullptr && packed.active(t, 1 - block) > 0);
+  }
   void addmm_out(torch::Tensor& out, const torch::Tensor& init, const torch::Tensor& a, const PanelOperand& b) const {
-    if (team != nullptr) return team->product(member, out, a, init, b);
+    if (teamed(b)) return team->product(static_cast<int>(block), out, a, init, b);
     products.addmm_out(out, init, a, b);
   }
   void mm_out(torch::Tensor& out, const torch::Tensor& a, const PanelOperand& b) const {
-    if (team != nullptr) return team->product(member, out, a, {}, b);
+    if (teamed(b)) return team->product(static_cast<int>(block), out, a, {}, b);
     products.mm_out(out, a, b);
   }
   void add_mm_(torch::Tensor& out, const torch::Tensor& a, const PanelOperand& b) const {
-    if (team != nullptr) return team->product(member, out, a, out, b);
+    if (teamed(b)) return team->product(static_cast<int>(block), out, a, out, b);
     products.add_mm_(out, a, b);
   }
+
+ private:
+  bool teamed(const PanelOperand& b) const { return team != nullptr && b.amx_panels() != nullptr; }
 };
 
 // The stacked cells that both decoders' kernels run, L GRU or LSTM layers: per layer the states
@@ -763,18 +770,17 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     StepTeam team;
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced", [&] {
       packed.for_blocks_side_by_side([&](int64_t block, int64_t first, int64_t rows, bool side_by_side) {
-        const BlockProducts step{products, side_by_side && StepTeam::takes(products) ? &team : nullptr,
-                                 static_cast<int>(block)};
+        const BlockProducts step{products, side_by_side && StepTeam::takes(products) ? &team : nullptr, block};
         const StepTeam::Member member(step.team);
         torch::Tensor gi_rows = torch::empty({rows, G * H}, opts);
         torch::Tensor gh_rows = torch::empty({rows, G * H}, opts);
         StepAttention::Workspace workspace = attention.workspace(rows);
         int64_t computed = 0;
         for (int64_t t = 0; t < T; ++t) {
-          const int64_t n = packed.active(t, block);
           // The block's rows run longest first; in a team it makes the products (of no rows) until
           // the other block is done too.
-          if (n == 0 && (step.team == nullptr || packed.active(t, 1 - block) == 0)) break;
+          if (!step.runs_step(packed, t)) break;
+          const int64_t n = packed.active(t, block);
           computed += n;
           torch::Tensor gi = gi_rows.narrow(0, 0, n), gh = gh_rows.narrow(0, 0, n);
           step.addmm_out(gi, ge.narrow(0, packed.offset(t, block), n), step_rows(attentional, t, B, first, n), w_feed_t);
@@ -827,8 +833,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     StepTeam team;
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
       packed.for_blocks_side_by_side([&](int64_t block, int64_t first, int64_t rows, bool side_by_side) {
-        const BlockProducts step{products, side_by_side && StepTeam::takes(products) ? &team : nullptr,
-                                 static_cast<int>(block)};
+        const BlockProducts step{products, side_by_side && StepTeam::takes(products) ? &team : nullptr, block};
         const StepTeam::Member member(step.team);
         // From step t+1's input; zero for a row until its last step, where the backward loop reaches it.
         torch::Tensor d_attentional_rows = torch::zeros({rows, H}, opts);
@@ -839,8 +844,8 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
         scalar_t* d_att = d_attentional_rows.data_ptr<scalar_t>();
         int64_t computed = 0;
         for (int64_t t = T - 1; t >= 0; --t) {
+          if (!step.runs_step(packed, t)) continue;  // (as forward)
           const int64_t n = packed.active(t, block), token = packed.offset(t, block);
-          if (n == 0 && (step.team == nullptr || packed.active(t, 1 - block) == 0)) continue;  // (as forward)
           computed += n;
           const scalar_t* d_feat = step_ptr<scalar_t>(d_features, t) + first * H;
           for (int64_t i = 0; i < n * H; ++i) d_att[i] += d_feat[i];

@@ -268,18 +268,7 @@ void StepTeam::meet(int member) {
 void StepTeam::product(int member, const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& init,
                        const PanelOperand& b) {
   const uint16_t* panels = b.amx_panels();
-  if (panels == nullptr) {  // both members see the same b, so neither waits
-    const MatrixProducts bf16_products{true};
-    torch::Tensor target = out;
-    if (!init.defined()) {
-      bf16_products.mm_out(target, a, b);
-    } else if (init.is_same(out)) {
-      bf16_products.add_mm_(target, a, b);
-    } else {
-      bf16_products.addmm_out(target, init, a, b);
-    }
-    return;
-  }
+  TORCH_CHECK(panels != nullptr, "StepTeam::product: b is not in AMX panels");
   TORCH_CHECK(a.dim() == 2 && out.dim() == 2 && a.size(0) == out.size(0) && (a.size(0) == 0 || a.stride(1) == 1) &&
                   (out.size(0) == 0 || out.stride(1) == 1) && a.scalar_type() == torch::kFloat &&
                   out.scalar_type() == torch::kFloat &&

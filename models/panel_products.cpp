@@ -519,6 +519,15 @@ void round_rows_bf16(const float* a, int64_t m, int64_t k, int64_t lda, int64_t 
     }
   }
 }
+
+// This thread's buffer for a's rows in bf16 (a step's rows: reused across steps), `rows` rows of
+// `ld` values, those from `filled` on zero (the AMX tiles read whole 16-row blocks).
+uint16_t* bf16_rows_buffer(int64_t rows, int64_t ld, int64_t filled) {
+  thread_local std::vector<uint16_t> rounded;
+  rounded.resize(static_cast<std::size_t>(rows * ld));
+  std::fill(rounded.begin() + filled * ld, rounded.end(), uint16_t{0});
+  return rounded.data();
+}
 #endif
 
 }  // namespace
@@ -572,6 +581,7 @@ void pack_float_panels(int64_t width, const float* b, int64_t k, int64_t panel_r
 
 // k's pairs, padded to an AMX tile's 16 rows.
 int64_t bf16_panel_pairs(int64_t k) { return ((k + 1) / 2 + 15) / 16 * 16; }
+
 
 }  // namespace
 
@@ -685,14 +695,12 @@ void bf16_panel_product(Bf16PanelKernel kernel, const float* a, int64_t m, int64
     // a in bf16, its rows padded to the panels' pairs (and, for AMX, to a multiple of 16 rows with
     // zeros): a step's rows, the buffer reused across steps
     const int64_t rows = kernel == Bf16PanelKernel::kAmx ? (m + 15) / 16 * 16 : m;
-    thread_local std::vector<uint16_t> rounded;
-    rounded.resize(static_cast<std::size_t>(rows * 2 * panel_pairs));
     const int64_t column_stride = k == 1 ? 1 : a_column_stride;
     if (column_stride * 15 > INT32_MAX) throw std::invalid_argument("bf16_panel_product: a's stride is too large");
-    round_rows_bf16(a, m, k, lda, column_stride, rounded.data(), 2 * panel_pairs);
-    std::fill(rounded.begin() + m * 2 * panel_pairs, rounded.end(), uint16_t{0});
-    const Operands<uint16_t, uint16_t> operands{rounded.data(), 2 * panel_pairs, panels, pairs, panel_pairs,
-                                                c,              ldc,             init,   init_ld};
+    uint16_t* rounded = bf16_rows_buffer(rows, 2 * panel_pairs, m);
+    round_rows_bf16(a, m, k, lda, column_stride, rounded, 2 * panel_pairs);
+    const Operands<uint16_t, uint16_t> operands{rounded, 2 * panel_pairs, panels, pairs, panel_pairs,
+                                                c,       ldc,             init,   init_ld};
     if (kernel == Bf16PanelKernel::kAmx) return amx_product(operands, m, n);
     return walk_panels(Bf16Kernel{operands}, m, n);
   }
@@ -710,13 +718,11 @@ void amx_panel_product_of_two_blocks(const Bf16RowBlock (&blocks)[2], int64_t k,
     const int64_t pairs = (k + 1) / 2, panel_pairs = bf16_panel_pairs(k), ld = 2 * panel_pairs;
     const int64_t m = blocks[0].m + blocks[1].m, j = first_panel * 48, columns = std::min(n, last_panel * 48) - j;
     if (m == 0 || columns <= 0) return;
-    thread_local std::vector<uint16_t> rounded;
-    rounded.resize(static_cast<std::size_t>((m + 15) / 16 * 16 * ld));
-    round_rows_bf16(blocks[0].a, blocks[0].m, k, blocks[0].lda, 1, rounded.data(), ld);
-    round_rows_bf16(blocks[1].a, blocks[1].m, k, blocks[1].lda, 1, rounded.data() + blocks[0].m * ld, ld);
-    std::fill(rounded.begin() + m * ld, rounded.end(), uint16_t{0});
+    uint16_t* rounded = bf16_rows_buffer((m + 15) / 16 * 16, ld, m);
+    round_rows_bf16(blocks[0].a, blocks[0].m, k, blocks[0].lda, 1, rounded, ld);
+    round_rows_bf16(blocks[1].a, blocks[1].m, k, blocks[1].lda, 1, rounded + blocks[0].m * ld, ld);
     const auto shifted = [&](const float* init) { return init == nullptr ? nullptr : init + j; };
-    Operands<uint16_t, uint16_t> operands{rounded.data(),     ld, panels + j * 2 * panel_pairs, pairs, panel_pairs,
+    Operands<uint16_t, uint16_t> operands{rounded,            ld, panels + j * 2 * panel_pairs, pairs, panel_pairs,
                                           blocks[0].c + j,    blocks[0].ldc, shifted(blocks[0].init), blocks[0].init_ld};
     operands.split = blocks[0].m;
     operands.c2 = blocks[1].c + j, operands.ldc2 = blocks[1].ldc;

@@ -108,8 +108,8 @@ struct MatrixProducts;
 /// step's products together: both blocks' rows against half of b's columns each, where each block
 /// alone read all of b for its 16 rows (b comes from L3 at every step: a decoder step's weights do
 /// not fit in L2). Both members must call product() for the same products in the same order, with
-/// no rows where a block has finished. Only for AMX panels (elsewhere each member multiplies its own
-/// rows, and nobody waits); the sums are the same to the bit.
+/// no rows where a block has finished, and only for b in AMX panels (PanelOperand::amx_panels():
+/// elsewhere each member multiplies its own rows); the sums are the same to the bit.
 class StepTeam {
  public:
   static constexpr int kMembers = 2;
@@ -133,8 +133,8 @@ class StepTeam {
   };
 
   /// out = init + a b (init undefined, a row to broadcast or out itself to accumulate) for member
-  /// `member`'s rows, a [n, K] and out [n, N] of unit column stride, n possibly 0, under bf16 (b
-  /// from MatrixProducts{true}). Returns once both members' rows are written.
+  /// `member`'s rows, a [n, K] and out [n, N] of unit column stride, n possibly 0, b in AMX panels.
+  /// Returns once both members' rows are written.
   void product(int member, const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& init,
                const PanelOperand& b);
 

@@ -119,7 +119,7 @@ class PackedRows {
   /// body(block, first, rows) for every block, one per intra-op thread, as for_row_blocks.
   template <typename Body>
   void for_blocks(const Body& body) const {
-    for_lane_blocks(1, [&](int64_t, int64_t block, int64_t first, int64_t rows) { body(block, first, rows); });
+    for_blocks_side_by_side([&](int64_t block, int64_t first, int64_t rows, bool) { body(block, first, rows); });
   }
   /// for_blocks, telling each body whether the blocks run side by side: two blocks, each on its own
   /// thread of an OpenMP team (whose threads all run at once), so that they may meet at every step
