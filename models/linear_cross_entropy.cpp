@@ -1,17 +1,19 @@
 #include "luong/models/linear_cross_entropy.h"
 
-#include <ATen/Parallel.h>
-
 #include "luong/models/matrix_products.h"
 #include "luong/models/row_exponentials.h"
+#include "luong/util/side_tasks.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
 namespace luong::models {
 
 namespace {
+
+std::atomic<int64_t> deferred_gradients{0};
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -21,7 +23,7 @@ struct Slice {
 };
 
 std::vector<Slice> vocabulary_slices(int64_t vocab) {
-  const int64_t count = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), vocab));
+  const int64_t count = std::max<int64_t>(1, std::min<int64_t>(task_threads(), vocab));
   std::vector<Slice> slices;
   for (int64_t i = 0; i < count; ++i) slices.push_back({vocab * i / count, vocab * (i + 1) / count});
   return slices;
@@ -34,13 +36,46 @@ std::vector<int64_t> slice_target_columns(const int64_t* targets, int64_t rows, 
   return columns;
 }
 
-// Runs body(slice index) for every slice, one per thread. The lambdas see only detached tensors, so
-// nothing is recorded whatever the worker threads' grad mode.
+// Runs body(slice index) for every slice, one per thread. The lambdas see only detached tensors.
 template <typename Body>
 void for_each_slice(std::size_t count, const Body& body) {
-  at::parallel_for(0, static_cast<int64_t>(count), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) body(static_cast<std::size_t>(i));
-  });
+  run_tasks(static_cast<int64_t>(count), [&](int64_t s) { body(static_cast<std::size_t>(s)); });
+}
+
+// Where a backward pass runs with side threads (util/side_tasks.h), the weight's gradient, which
+// nothing later in the backward pass needs, is left to them, in this many pieces per thread so
+// that the thread that runs the backward pass can share the last of it: the gradient is added to
+// the weight's .grad once every piece is done, as autograd would have added it.
+constexpr int64_t kDeferredPiecesPerThread = 4;
+
+void defer_weight_gradient(const torch::Tensor& weight_leaf, const std::vector<torch::Tensor>& dlogits,
+                           const std::vector<int64_t>& bounds, const torch::Tensor& x_scaled,
+                           const MatrixProducts& products) {
+  const int64_t V = bounds.back();
+  torch::Tensor dweight = torch::empty({V, x_scaled.size(1)}, weight_leaf.options());
+  const int64_t pieces = std::min<int64_t>(V, kDeferredPiecesPerThread * task_threads());
+  deferred_gradients.fetch_add(1, std::memory_order_relaxed);
+  defer_tasks(
+      pieces,
+      [=](int64_t piece) {
+        const int64_t begin = V * piece / pieces, end = V * (piece + 1) / pieces;
+        // The piece's rows, slice by slice (pieces and slices need not line up).
+        for (std::size_t s = 0; s + 1 < bounds.size(); ++s) {
+          const int64_t from = std::max(begin, bounds[s]), to = std::min(end, bounds[s + 1]);
+          if (from >= to) continue;
+          torch::Tensor dw = dweight.narrow(0, from, to - from);
+          products.mm_out(dw, dlogits[s].narrow(1, from - bounds[s], to - from).t(), x_scaled);
+        }
+      },
+      [weight_leaf, dweight] {
+        const torch::NoGradGuard no_grad;
+        torch::Tensor& grad = weight_leaf.mutable_grad();
+        if (grad.defined()) {
+          grad.add_(dweight);
+        } else {
+          grad = dweight;
+        }
+      });
 }
 
 struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropyFunction> {
@@ -134,6 +169,11 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
     bounds.push_back(V);
     ctx->saved_data["bounds"] = bounds;
     ctx->saved_data["bf16"] = bf16;
+    // The weight itself where its gradient may be left to side threads (defer_weight_gradient): a
+    // leaf, so that adding to its .grad is all that autograd would do with the gradient.
+    if (weight_in.is_leaf() && weight_in.requires_grad() && weight_in.scalar_type() == x.scalar_type()) {
+      ctx->saved_data["weight_leaf"] = weight_in;
+    }
     return {losses};
   }
 
@@ -152,9 +192,11 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
     const torch::Tensor g = grads[0].detach().contiguous();  // [N]
     const int64_t N = x.size(0), V = weight.size(0);
     const MatrixProducts products{ctx->saved_data["bf16"].toBool()};
+    const bool defer_weight = !formed && side_tasks_active() && ctx->saved_data.count("weight_leaf") > 0;
     // d loss_n / d logits_n = g_n (p_n - onehot_n): scale x's rows by g instead of dlogits' rows.
     const torch::Tensor x_scaled = products.operand(x * g.unsqueeze(1));
-    torch::Tensor dweight = torch::empty(weight.sizes(), x.options());  // float32 (weight may be bf16)
+    // float32 (weight may be bf16); undefined where its gradient is deferred
+    torch::Tensor dweight = defer_weight ? torch::Tensor() : torch::empty(weight.sizes(), x.options());
     torch::Tensor dbias = formed ? torch::empty({V}, x.options()) : torch::zeros({V}, x.options());
     std::vector<torch::Tensor> dx_parts(dlogits.size());
     for_each_slice(dlogits.size(), [&](std::size_t s) {
@@ -172,10 +214,15 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
                                 static_cast<scalar_t>(1 - smoothing), g.data_ptr<scalar_t>(), db.data_ptr<scalar_t>());
         });
       }
-      torch::Tensor dw = dweight.narrow(0, begin, width);
-      products.mm_out(dw, dlogits[s].t(), x_scaled);
+      if (!defer_weight) {
+        torch::Tensor dw = dweight.narrow(0, begin, width);
+        products.mm_out(dw, dlogits[s].t(), x_scaled);
+      }
       dx_parts[s] = products.mm(dlogits[s], weight.narrow(0, begin, width));
     });
+    if (defer_weight) {
+      defer_weight_gradient(ctx->saved_data["weight_leaf"].toTensor(), dlogits, bounds, x_scaled, products);
+    }
     torch::Tensor dx = dx_parts[0];
     for (std::size_t s = 1; s < dx_parts.size(); ++s) dx += dx_parts[s];
     dx.mul_(g.unsqueeze(1));
@@ -195,5 +242,7 @@ torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& 
   return LinearCrossEntropyFunction::apply(call.input(x), weight, bias, targets, label_smoothing, call.bf16,
                                            needs_grad)[0];
 }
+
+int64_t linear_cross_entropy_deferred_gradients() { return deferred_gradients.load(std::memory_order_relaxed); }
 
 }  // namespace luong::models

@@ -17,6 +17,7 @@
 #endif
 
 #include "luong/util/error.h"
+#include "luong/util/side_tasks.h"
 
 #if AT_MKLDNN_ENABLED()
 namespace at::native {
@@ -387,7 +388,7 @@ std::vector<torch::Tensor> MatrixProducts::mm_each(const std::vector<Factors>& f
   // Below this many multiply-adds a product is dealt whole to a thread: the largest of the notebook's
   // weight gradients is 2.5 million, hidden 512's are hundreds of millions, which the libraries split well.
   constexpr int64_t kDealtProduct = int64_t{1} << 24;
-  const auto threads = static_cast<std::size_t>(at::get_num_threads());
+  const auto threads = static_cast<std::size_t>(task_threads());
   std::vector<int64_t> sizes;
   for (const auto& [a, b] : factors) sizes.push_back(a.size(0) * a.size(1) * b.size(1));
   std::vector<torch::Tensor> out(factors.size());
@@ -399,7 +400,7 @@ std::vector<torch::Tensor> MatrixProducts::mm_each(const std::vector<Factors>& f
       mm_out(out[i], factors[i].first, factors[i].second);
     }
   };
-  const bool deal = threads > 1 && factors.size() > 1 && !at::in_parallel_region() &&
+  const bool deal = threads > 1 && factors.size() > 1 &&
                     std::all_of(sizes.begin(), sizes.end(), [](int64_t size) { return size < kDealtProduct; });
   if (!deal) {
     for (std::size_t i = 0; i < factors.size(); ++i) multiply(i);
@@ -415,12 +416,8 @@ std::vector<torch::Tensor> MatrixProducts::mm_each(const std::vector<Factors>& f
     dealt[least].push_back(i);
     load[least] += sizes[i];
   }
-  const bool grad_mode = torch::GradMode::is_enabled();  // LibTorch's worker threads have their own
-  at::parallel_for(0, static_cast<int64_t>(dealt.size()), 1, [&](int64_t begin, int64_t end) {
-    const torch::AutoGradMode same_grad_mode(grad_mode);
-    for (int64_t t = begin; t < end; ++t) {
-      for (const std::size_t i : dealt[static_cast<std::size_t>(t)]) multiply(i);
-    }
+  run_tasks(static_cast<int64_t>(dealt.size()), [&](int64_t t) {
+    for (const std::size_t i : dealt[static_cast<std::size_t>(t)]) multiply(i);
   });
   products_dealt.fetch_add(static_cast<int64_t>(factors.size()), std::memory_order_relaxed);
   return out;

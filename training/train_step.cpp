@@ -6,6 +6,7 @@
 
 #include "luong/data_pipeline/batching.h"
 #include "luong/training/fused_adam.h"
+#include "luong/util/side_tasks.h"
 
 namespace luong::training {
 
@@ -64,7 +65,8 @@ TrainStep::TrainStep(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimi
       fused_adam_(dynamic_cast<FusedAdam*>(&optimizer)),
       options_(options),
       device_(device),
-      parallel_(parallel) {
+      parallel_(parallel),
+      overlap_(device.is_cpu() && parallel == nullptr && model.options.hidden_size() < options.overlap_below_hidden) {
   if (!options.cuda_graphs || !device.is_cuda()) return;
   std::string why_not = CudaGraphSteps::unavailable(device, optimizer);
   if (why_not.empty() && parallel != nullptr) why_not = "data-parallel training all-reduces between its steps";
@@ -113,10 +115,13 @@ TrainStep::Result TrainStep::run_alone(const std::vector<const data::EncodedPair
   // on a GPU the trainer checks the running sum when it reads it.
   if (device_.is_cpu()) result.finite = std::isfinite(loss.loss.item<double>());
   if (result.finite) {
-    if (options_.accumulate > 1) {
-      (loss.loss / static_cast<double>(options_.accumulate)).backward();  // the group's mean gradient
+    // (the group's mean gradient where batches accumulate)
+    const torch::Tensor objective =
+        options_.accumulate > 1 ? loss.loss / static_cast<double>(options_.accumulate) : loss.loss;
+    if (overlap_) {
+      run_with_side_tasks(at::get_num_threads(), [&] { objective.backward(); });
     } else {
-      loss.loss.backward();
+      objective.backward();
     }
   }
   result.loss = loss.loss.detach().to(torch::kFloat64);

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "luong/util/side_tasks.h"
+
 namespace luong::models {
 
 /// Row t of a tensor's first dimension.
@@ -25,30 +27,17 @@ inline torch::Tensor step_rows(const torch::Tensor& buffer, int64_t t, int64_t b
   return torch::from_blob(base, {count, width}, buffer.options());
 }
 
-/// How many contiguous blocks of rows for_row_blocks splits a batch into: one per intra-op thread, of at
-/// least 8 rows. With `lanes` independent recurrences over the same rows (a bidirectional layer's two
-/// directions), the threads are shared among the lanes: each lane's blocks are that much larger.
+/// How many contiguous blocks of rows PackedRows splits a batch into: one per intra-op thread, of at
+/// least 8 rows. The rows of a recurrence are independent, so each thread runs the whole time loop for
+/// its rows with no synchronisation per step. With `lanes` independent recurrences over the same rows
+/// (a bidirectional layer's two directions), the threads are shared among the lanes: each lane's
+/// blocks are that much larger.
 inline int64_t row_block_count(int64_t batch, int64_t lanes = 1) {
   return std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads() / lanes, batch / 8));
 }
 
-/// Runs body(first, count) over contiguous blocks of batch rows, one block per intra-op thread. The
-/// rows of a recurrence are independent, so each thread runs the whole time loop for its rows with
-/// no synchronisation per step. The tensors a body touches must not require grad (the worker
-/// threads' grad mode is their own), hence the kernels' detached weights.
-template <typename Body>
-void for_row_blocks(int64_t batch, const Body& body) {
-  const int64_t blocks = row_block_count(batch);
-  at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t k = begin; k < end; ++k) {
-      const int64_t first = batch * k / blocks;
-      body(first, batch * (k + 1) / blocks - first);
-    }
-  });
-}
-
 /// A padded batch of sequences reordered for a recurrence that computes only real tokens. The rows are
-/// dealt, longest first, over for_row_blocks's blocks, so that within every block they run longest
+/// dealt, longest first, over row_block_count's blocks, so that within every block they run longest
 /// first: at time t the rows still inside their sequences (t < length) are a prefix of each block, and
 /// a step's products and gates run on that prefix alone (the padding is 30-50% of a batch of random
 /// sentences). The real tokens are also numbered in (time, block, row) order, the layout in which a
@@ -116,7 +105,9 @@ class PackedRows {
   torch::Tensor to_kernel(const torch::Tensor& t, int64_t dim = 0) const { return t.index_select(dim, order_); }
   torch::Tensor to_caller(const torch::Tensor& t, int64_t dim = 0) const { return t.index_select(dim, restore_); }
 
-  /// body(block, first, rows) for every block, one per intra-op thread, as for_row_blocks.
+  /// body(block, first, rows) for every block, one per intra-op thread (run_tasks). The tensors a body
+  /// touches must not require grad (the worker threads' grad mode is their own), hence the kernels'
+  /// detached weights.
   template <typename Body>
   void for_blocks(const Body& body) const {
     for_blocks_side_by_side([&](int64_t block, int64_t first, int64_t rows, bool) { body(block, first, rows); });
@@ -126,6 +117,10 @@ class PackedRows {
   /// (StepTeam). A pool's tasks may run one after another: never side by side.
   template <typename Body>
   void for_blocks_side_by_side(const Body& body) const {
+    if (side_tasks_active()) {  // the side threads may be busy with deferred work: never side by side
+      run_tasks(blocks_, [&](int64_t k) { body(k, first(k), rows(k), false); });
+      return;
+    }
     at::parallel_for(0, blocks_, 1, [&](int64_t begin, int64_t end) {
 #if AT_PARALLEL_OPENMP
       const bool side_by_side = blocks_ == 2 && end - begin == 1;
@@ -139,11 +134,9 @@ class PackedRows {
   /// these rows, the lanes x blocks tasks shared over the intra-op threads.
   template <typename Body>
   void for_lane_blocks(int64_t lanes, const Body& body) const {
-    at::parallel_for(0, lanes * blocks_, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t k = task % blocks_;
-        body(task / blocks_, k, first(k), rows(k));
-      }
+    run_tasks(lanes * blocks_, [&](int64_t task) {
+      const int64_t k = task % blocks_;
+      body(task / blocks_, k, first(k), rows(k));
     });
   }
 
