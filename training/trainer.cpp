@@ -431,6 +431,7 @@ TrainResult train(const run::TrainConfig& requested, bool resume, const Distribu
   step_options.precision = s.config.precision;
   step_options.cuda_graphs = s.config.cuda_graphs;
   step_options.cuda_graph_padding = s.config.cuda_graph_padding;
+  step_options.overlap_below_hidden = s.config.overlap_below_hidden;
   TrainStep step(*s.model, *s.optimizer, step_options, s.runtime.device, s.parallel.get());
   InterruptGuard interrupt_guard;
   const auto started = std::chrono::steady_clock::now();

@@ -43,7 +43,7 @@ struct TrainStepOptions {
   /// output layer's weight gradient behind the recurrences' blocks (util/side_tasks.h); at and
   /// above it every piece of work is split over all threads, as a step's inline products then
   /// need them (2 threads, whole runs: 4.5% faster at hidden 64, 3.5% at 128, 4.4% slower at 256).
-  /// 0 = never.
+  /// 0 = never. (--overlap-below-hidden)
   std::int64_t overlap_below_hidden = 256;
 };
 
