@@ -55,7 +55,7 @@ void defer_weight_gradient(const torch::Tensor& weight_leaf, const std::vector<t
   torch::Tensor dweight = torch::empty({V, x_scaled.size(1)}, weight_leaf.options());
   const int64_t pieces = std::min<int64_t>(V, kDeferredPiecesPerThread * task_threads());
   deferred_gradients.fetch_add(1, std::memory_order_relaxed);
-  defer_tasks(
+  const bool deferred = defer_tasks(
       pieces,
       [=](int64_t piece) {
         const int64_t begin = V * piece / pieces, end = V * (piece + 1) / pieces;
@@ -76,6 +76,7 @@ void defer_weight_gradient(const torch::Tensor& weight_leaf, const std::vector<t
           grad = dweight;
         }
       });
+  TORCH_INTERNAL_ASSERT(deferred, "linear_cross_entropy: a weight gradient deferred outside run_with_side_tasks");
 }
 
 struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropyFunction> {
