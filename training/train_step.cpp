@@ -118,7 +118,7 @@ TrainStep::Result TrainStep::run_alone(const std::vector<const data::EncodedPair
     // (the group's mean gradient where batches accumulate)
     const torch::Tensor objective =
         options_.accumulate > 1 ? loss.loss / static_cast<double>(options_.accumulate) : loss.loss;
-    if (overlap_) {
+    if (overlaps_backward()) {
       run_with_side_tasks(at::get_num_threads(), [&] { objective.backward(); });
     } else {
       objective.backward();

@@ -38,8 +38,8 @@ struct TrainStepOptions {
   /// no accumulation, Adam, no deterministic algorithms.
   bool cuda_graphs = true;
   std::int64_t cuda_graph_padding = 8;  ///< lengths rounded up to a multiple of this for the graphs
-  /// On the CPU with more than one intra-op thread (one process), models whose hidden size is below
-  /// this run the backward pass on one thread and lend the others to the work it hands out, the
+  /// On the CPU with more than one intra-op thread (one process), fused models whose hidden size is
+  /// below this run the backward pass on one thread and lend the others to the work it hands out, the
   /// output layer's weight gradient behind the recurrences' blocks (util/side_tasks.h); at and
   /// above it every piece of work is split over all threads, as a step's inline products then
   /// need them (2 threads, whole runs: 4.5% faster at hidden 64, 3.5% at 128, 4.4% slower at 256).
@@ -65,9 +65,10 @@ class TrainStep {
 
   /// Whether steps run as CUDA graphs.
   bool uses_cuda_graphs() const { return graphs_ != nullptr; }
-  /// Whether the backward pass runs with side threads (TrainStepOptions::overlap_below_hidden); it
-  /// does so only while LibTorch has more than one intra-op thread.
-  bool overlaps_backward() const { return overlap_; }
+  /// Whether the backward pass runs with side threads (TrainStepOptions::overlap_below_hidden): on
+  /// the fused kernels only, which hand work out (LibTorch's own operations would run on one
+  /// thread: --unfused 1.14x slower). With one intra-op thread there are none, and it runs alone.
+  bool overlaps_backward() const { return overlap_ && model_.options.fused(); }
 
  private:
   Result run_alone(const std::vector<const data::EncodedPair*>& rows, bool interrupt);
