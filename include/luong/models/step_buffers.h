@@ -105,9 +105,8 @@ class PackedRows {
   torch::Tensor to_kernel(const torch::Tensor& t, int64_t dim = 0) const { return t.index_select(dim, order_); }
   torch::Tensor to_caller(const torch::Tensor& t, int64_t dim = 0) const { return t.index_select(dim, restore_); }
 
-  /// body(block, first, rows) for every block, one per intra-op thread (run_tasks). The tensors a body
-  /// touches must not require grad (the worker threads' grad mode is their own), hence the kernels'
-  /// detached weights.
+  /// body(block, first, rows) for every block, one per intra-op thread (run_tasks). The kernels'
+  /// bodies touch detached tensors only: the blocks compute beside the autograd graph.
   template <typename Body>
   void for_blocks(const Body& body) const {
     for_blocks_side_by_side([&](int64_t block, int64_t first, int64_t rows, bool) { body(block, first, rows); });

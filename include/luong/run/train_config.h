@@ -130,8 +130,8 @@ enum class Schedule { kConstant, kHalveAfter, kInverseSqrt, kPlateau };
     "CUDA graphs: source and target lengths padded up to a multiple of this (fewer graphs, more padding)",         \
     ::luong::options::closed(1, 1024), kMayChange)                                                                 \
   X(std::int64_t, overlap_below_hidden, 256, "overlap-below-hidden", "training",                                    \
-    "on the CPU, models of a smaller hidden size run the backward pass on one thread while the others take the "  \
-    "work it hands out (0 = never)", ::luong::options::closed(0, 1e9), kMayChange)                                  \
+    "on the CPU, fused models of a smaller hidden size run the backward pass on one thread while the others "     \
+    "take the work it hands out (0 = never)", ::luong::options::closed(0, 1e9), kMayChange)                         \
   X(double, clip, 1.0, "clip", "training", "gradient-norm clipping (0 = off)", ::luong::options::closed(0, 1e6),   \
     kMayChange)                                                                                                    \
   X(double, label_smoothing, 0.0, "label-smoothing", "training",                                                    \

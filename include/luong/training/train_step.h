@@ -38,12 +38,12 @@ struct TrainStepOptions {
   /// no accumulation, Adam, no deterministic algorithms.
   bool cuda_graphs = true;
   std::int64_t cuda_graph_padding = 8;  ///< lengths rounded up to a multiple of this for the graphs
-  /// On the CPU with more than one intra-op thread (one process), fused models whose hidden size is
-  /// below this run the backward pass on one thread and lend the others to the work it hands out, the
-  /// output layer's weight gradient behind the recurrences' blocks (util/side_tasks.h); at and
-  /// above it every piece of work is split over all threads, as a step's inline products then
-  /// need them (2 threads, whole runs: 4.5% faster at hidden 64, 3.5% at 128, 4.4% slower at 256).
-  /// 0 = never. (--overlap-below-hidden)
+  /// On the CPU (one process), fused models whose hidden size is below this run the backward pass on
+  /// one thread and lend the others to the work it hands out, the output layer's weight gradient
+  /// behind the recurrences' blocks (util/side_tasks.h); at and above it every piece of work is
+  /// split over all threads, as a step's inline products then need them (2 threads, paired whole
+  /// runs: 3-4.5% faster at hidden 64, 3.5% at 128, 4.4% slower at 256). 0 = never.
+  /// (--overlap-below-hidden)
   std::int64_t overlap_below_hidden = 256;
 };
 
