@@ -173,13 +173,13 @@ TEST(OverlappedBackwardTest, AStepWithSideThreadsComputesWhatTheStepWithoutThemD
         model->set_fused(true);
       }
       const int64_t deferred_before = models::linear_cross_entropy_deferred_gradients();
-      const int64_t side_before = side_tasks_run();
       const training::TrainStep::Result a = step.run(first, false);
       const training::TrainStep::Result b = step.run(second, false);
       ASSERT_TRUE(b.applied);
       losses.push_back(a.loss.item<double>() + b.loss.item<double>());
+      // (which thread took the pieces depends on the machine's load; SideTasksTest.HandedOutTasks...
+      // shows that a side thread takes them)
       EXPECT_EQ(models::linear_cross_entropy_deferred_gradients() - deferred_before, overlap ? 2 : 0) << tied;
-      if (overlap) EXPECT_GT(side_tasks_run(), side_before) << tied;
       std::vector<torch::Tensor> parameters;
       for (const torch::Tensor& p : model->parameters()) parameters.push_back(p.detach().clone());
       trained.push_back(parameters);
