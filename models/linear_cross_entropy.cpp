@@ -36,12 +36,6 @@ std::vector<int64_t> slice_target_columns(const int64_t* targets, int64_t rows, 
   return columns;
 }
 
-// Runs body(slice index) for every slice, one per thread. The lambdas see only detached tensors.
-template <typename Body>
-void for_each_slice(std::size_t count, const Body& body) {
-  run_tasks(static_cast<int64_t>(count), [&](int64_t s) { body(static_cast<std::size_t>(s)); });
-}
-
 // Where a backward pass runs with side threads (util/side_tasks.h), the weight's gradient, which
 // nothing later in the backward pass needs, is left to them, in this many pieces per thread so
 // that the thread that runs the backward pass can share the last of it: the gradient is added to
@@ -100,7 +94,9 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
     torch::Tensor target_logit = torch::zeros({N}, x.options());  // the softmax and loss in x's dtype
     const int64_t* tgt = targets.data_ptr<int64_t>();
     // Pass 1 per slice: logits, their row maxima, exp(logit - slice maximum) and its row sums.
-    for_each_slice(slices.size(), [&](std::size_t s) {
+    // One slice a thread; the lambdas see only detached tensors.
+    run_tasks(static_cast<int64_t>(slices.size()), [&](int64_t task) {
+      const auto s = static_cast<std::size_t>(task);
       const Slice slice = slices[s];
       // (the bias starts the panels' sums: no copy of it into the logits first, as the libraries' addmm)
       const PanelOperand weight_t = products.panel_operand(weight.narrow(0, slice.begin, slice.end - slice.begin).t());
@@ -200,7 +196,8 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
     torch::Tensor dweight = defer_weight ? torch::Tensor() : torch::empty(weight.sizes(), x.options());
     torch::Tensor dbias = formed ? torch::empty({V}, x.options()) : torch::zeros({V}, x.options());
     std::vector<torch::Tensor> dx_parts(dlogits.size());
-    for_each_slice(dlogits.size(), [&](std::size_t s) {
+    run_tasks(static_cast<int64_t>(dlogits.size()), [&](int64_t task) {  // one slice a thread
+      const auto s = static_cast<std::size_t>(task);
       const int64_t begin = bounds[s], width = bounds[s + 1] - bounds[s];
       torch::Tensor db = dbias.narrow(0, begin, width);
       if (formed) {

@@ -9,15 +9,11 @@
 #include <cstring>
 #include <numeric>
 #include <string>
-#include <thread>
 #include <vector>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #include "luong/util/error.h"
 #include "luong/util/side_tasks.h"
+#include "luong/util/spin_wait.h"
 
 #if AT_MKLDNN_ENABLED()
 namespace at::native {
@@ -247,22 +243,11 @@ bool StepTeam::takes(const MatrixProducts& products) {
 }
 
 void StepTeam::meet(int member) {
-  constexpr int kSpinsBeforeYielding = 256;
   // Each member counts its own meetings; the k-th is over once both have arrived k times.
   const int64_t target = kMembers * ++passed_[member];
   arrivals_.fetch_add(1, std::memory_order_acq_rel);
-  for (int spins = 0; arrivals_.load(std::memory_order_acquire) < target; ++spins) {
+  for (SpinWait wait; arrivals_.load(std::memory_order_acquire) < target; wait()) {
     if (abandoned_.load(std::memory_order_relaxed)) throw Error("a step product's other row block failed");
-    // A partner a step's work apart arrives within microseconds; one that has lost its core to
-    // another process (more threads than cores) needs the core: after a short spin (a pause is
-    // about 140 cycles on Sapphire Rapids), yield it at every turn.
-    if (spins < kSpinsBeforeYielding) {
-#if defined(__x86_64__)
-      _mm_pause();
-#endif
-    } else {
-      std::this_thread::yield();
-    }
   }
 }
 

@@ -10,9 +10,10 @@
 #include <exception>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <utility>
 #include <vector>
+
+#include "luong/util/spin_wait.h"
 
 namespace luong {
 
@@ -45,14 +46,6 @@ struct Team {
 
 thread_local Team* current_team = nullptr;  // set on run_with_side_tasks's thread only
 std::atomic<int64_t> run_by_side_threads{0};
-
-void relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
 
 bool claim(Task& task) {
   int expected = kQueued;
@@ -112,14 +105,14 @@ void enqueue(Team& team, const TaskList& tasks, bool ahead) {
 }
 
 void serve(Team& team) {
-  for (;;) {
+  for (SpinWait wait;; wait()) {
     if (const std::shared_ptr<Task> task = take(team)) {
       execute(team, *task);
       run_by_side_threads.fetch_add(1, std::memory_order_relaxed);
+      wait.reset();
       continue;
     }
     if (team.stop.load(std::memory_order_acquire)) return;
-    relax();
   }
 }
 
@@ -132,7 +125,7 @@ void rethrow_first(const TaskList& tasks) {
 }  // namespace
 
 void run_with_side_tasks(int threads, const std::function<void()>& main) {
-  if (threads < 2 || current_team != nullptr || at::in_parallel_region()) {
+  if (threads < 2 || at::in_parallel_region()) {  // (inside main too: its region is open)
     main();
     return;
   }
@@ -150,7 +143,7 @@ void run_with_side_tasks(int threads, const std::function<void()>& main) {
       }
       current_team = nullptr;
       while (const std::shared_ptr<Task> task = take(team)) execute(team, *task);
-      while (team.unfinished.load(std::memory_order_acquire) > 0) relax();
+      for (SpinWait wait; team.unfinished.load(std::memory_order_acquire) > 0;) wait();
       team.stop.store(true, std::memory_order_release);
     } else {
       serve(team);
@@ -194,7 +187,7 @@ void run_tasks(int64_t count, const std::function<void(int64_t)>& body) {
     if (claim(*task)) {
       execute(*team, *task);
     } else {
-      while (task->state.load(std::memory_order_acquire) != kDone) relax();
+      for (SpinWait wait; task->state.load(std::memory_order_acquire) != kDone;) wait();
     }
   }
   if (first_error) std::rethrow_exception(first_error);
