@@ -12,10 +12,11 @@
 namespace luong::models {
 namespace {
 
+// e^x for x = a logit less its row's maximum: never above 0 (or NaN).
 template <typename T>
 [[gnu::always_inline]] inline T exponential(T x) {
   if constexpr (sizeof(T) == sizeof(float)) {
-    return vector_expf(x);
+    return vector_expf_below_88(x);
   } else {
     return vector_exp(x);
   }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -75,6 +76,23 @@ TEST(VectorMathTest, DoubleSigmoidAndTanhToDoublePrecision) {
   std::printf("  worst: sigmoid %.2e relative, tanh %.2e absolute\n", worst_sigmoid, worst_tanh);
   EXPECT_LE(worst_sigmoid, 1e-15);
   EXPECT_LE(worst_tanh, 1e-15);
+}
+
+// The softmax's exponential without the upper clamp is vector_expf to the bit wherever it may be
+// called (x <= 88), the clamp's edge and underflow (below -87: 0) included.
+TEST(VectorMathTest, ExpBelow88IsVectorExpfToTheBit) {
+  int compared = 0;
+  for (const float x : sweep()) {
+    if (x > 88.0f) continue;
+    const float want = vector_expf(x), got = vector_expf_below_88(x);
+    ASSERT_EQ(std::memcmp(&want, &got, sizeof want), 0) << x;
+    ++compared;
+  }
+  EXPECT_GT(compared, 200000);
+  EXPECT_EQ(vector_expf_below_88(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(vector_expf_below_88(-87.5f), 0.0f);
+  EXPECT_EQ(vector_expf_below_88(0.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(vector_expf_below_88(std::nanf(""))));
 }
 
 }  // namespace

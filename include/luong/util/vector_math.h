@@ -42,14 +42,14 @@ namespace luong {
   return x < -708.0 ? 0.0 : p * scale;
 }
 
-// expf(x) in single precision: the same range reduction and 2^k construction, with Cephes'
-// degree-5 minimax polynomial for e^r - 1 - r. Within 2 ulp of std::exp in float; for loops over
-// float data where double (vector_exp) would halve the vector width. Meant for x <= 88 (e^88 above).
-[[gnu::always_inline]] inline float vector_expf(float x) {
+namespace detail {
+// e^x for x in [-87, 88] (the callers clamp; x itself only decides the result below -87): the
+// range reduction and 2^k construction of vector_exp, with Cephes' degree-5 minimax polynomial for
+// e^r - 1 - r.
+[[gnu::always_inline]] inline float expf_clamped(float x, float clamped) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f;
   constexpr float kLn2Lo = -2.12194440e-4f;
-  const float clamped = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
   constexpr float kShifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const float shifted = clamped * kLog2e + kShifter;
   const float k = shifted - kShifter;
@@ -69,6 +69,21 @@ namespace luong {
   float scale;
   std::memcpy(&scale, &exponent, sizeof scale);
   return x < -87.0f ? 0.0f : p * scale;
+}
+}  // namespace detail
+
+// expf(x) in single precision, within 2 ulp of std::exp in float; for loops over float data where
+// double (vector_exp) would halve the vector width. Meant for x <= 88 (e^88 above).
+[[gnu::always_inline]] inline float vector_expf(float x) {
+  return detail::expf_clamped(x, x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x));
+}
+
+// vector_expf(x), the same bits, for x <= 88 only (a softmax's logits less their row's maximum,
+// never above 0). Without the clamp above, GCC sees that the one below only feeds a result that
+// x < -87 replaces by 0, and drops both: 22 instructions a vector of 16 where vector_expf's selects
+// made 32, and the softmax's exponentials take 0.78 of the time.
+[[gnu::always_inline]] inline float vector_expf_below_88(float x) {
+  return detail::expf_clamped(x, x < -87.0f ? -87.0f : x);
 }
 
 /// 1 / (1 + e^-x): in double through vector_exp for double x; in single precision through
