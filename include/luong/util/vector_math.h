@@ -79,7 +79,7 @@ namespace detail {
 }
 
 // vector_expf(x), the same bits, for x <= 88 only (a softmax's logits less their row's maximum,
-// never above 0). Without the clamp above, GCC sees that the one below only feeds a result that
+// tanh's -2|x|: never above 0). Without the clamp above, GCC sees that the one below only feeds a result that
 // x < -87 replaces by 0, and drops both: 22 instructions a vector of 16 where vector_expf's selects
 // made 32, and the softmax's exponentials take 0.78 of the time.
 [[gnu::always_inline]] inline float vector_expf_below_88(float x) {
@@ -110,7 +110,7 @@ template <typename T>
   p = p * s + 1.33314422036e-1f;
   p = p * s - 3.33332819422e-1f;
   const float small = p * s * x + x;
-  const float e = vector_expf(-2.0f * a);
+  const float e = vector_expf_below_88(-2.0f * a);  // -2|x| <= 0
   const float large = __builtin_copysignf((1.0f - e) / (1.0f + e), x);
   return a < 0.625f ? small : large;
 }
