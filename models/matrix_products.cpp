@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -406,6 +407,34 @@ std::vector<torch::Tensor> MatrixProducts::mm_each(const std::vector<Factors>& f
   });
   products_dealt.fetch_add(static_cast<int64_t>(factors.size()), std::memory_order_relaxed);
   return out;
+}
+
+std::optional<PanelProductRates> measure_panel_product_rates(int64_t rows, int64_t k, int64_t n, double seconds) {
+  if (!panel_products_enabled() || bf16_panel_kernel() == Bf16PanelKernel::kNone) return std::nullopt;
+  const torch::NoGradGuard no_grad;
+  // (values that leave the random generators alone: the product's speed does not depend on them)
+  const torch::Tensor a = torch::linspace(-1, 1, rows * k).view({rows, k});
+  const torch::Tensor b = torch::linspace(1, -1, k * n).view({k, n});
+  torch::Tensor out = torch::empty({rows, n});
+  const auto rate = [&](bool bf16) {
+    const PanelOperand operand(b, bf16);
+    if (!operand.in_panels()) return 0.0;
+    const MatrixProducts products{bf16};
+    products.mm_out(out, a, operand);  // (first-call costs out of the timing)
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    int64_t calls = 0;
+    double elapsed = 0;
+    do {
+      products.mm_out(out, a, operand);
+      ++calls;
+      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    } while (elapsed < seconds);
+    return 2.0 * static_cast<double>(rows * k * n) * static_cast<double>(calls) / elapsed / 1e9;
+  };
+  const PanelProductRates rates{rows, k, n, rate(false), rate(true)};
+  if (rates.float32 <= 0 || rates.bf16 <= 0) return std::nullopt;
+  return rates;
 }
 
 }  // namespace luong::models

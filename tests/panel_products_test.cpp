@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "luong/models/matrix_products.h"
@@ -466,6 +468,33 @@ TEST(PanelProductsTest, Bf16StepOperationsOnAmxEqualAvx512Bf16s) {
     EXPECT_LT(difference, 1e-4) << "operation " << i;
     EXPECT_GT(amx[i].abs().max().item<double>(), 10.0) << "operation " << i;
   }
+}
+
+// The rates `luong train` reads to say that --precision bf16 will not pay: both kernels timed, both
+// in panels (the counter moves), no random draw taken; none where panels are off.
+TEST(PanelProductsTest, ProductRatesTimeBothKernelsInPanels) {
+  if (!bf16_panels_here() || panel_isa_here() == PanelIsa::kNone) GTEST_SKIP() << "no float32 and bf16 panels here";
+  torch::manual_seed(5);
+  const torch::Tensor expected_draw = torch::rand({4});
+  torch::manual_seed(5);
+  const int64_t run_before = panel_products_run();
+  const std::optional<PanelProductRates> rates = measure_panel_product_rates(16, 64, 192, 0.005);
+  ASSERT_TRUE(rates.has_value());
+  EXPECT_TRUE(torch::equal(torch::rand({4}), expected_draw)) << "the measurement drew from the generator";
+  EXPECT_GE(panel_products_run() - run_before, 4);  // a first call and at least one timed, each kernel
+  std::printf("  [16, 64] x [64, 192]: float32 %.1f, bf16 %.1f GFLOP/s\n", rates->float32, rates->bf16);
+  EXPECT_EQ(rates->rows, 16);
+  EXPECT_EQ(rates->k, 64);
+  EXPECT_EQ(rates->n, 192);
+  for (const double rate : {rates->float32, rates->bf16}) {
+    EXPECT_GT(rate, 0.1);
+    EXPECT_LT(rate, 1e5);
+  }
+  set_panel_products_enabled(false);
+  EXPECT_FALSE(measure_panel_product_rates(16, 64, 192, 0.005).has_value());
+  set_panel_products_enabled(true);
+  EXPECT_TRUE((PanelProductRates{16, 64, 192, 100, 89}.bf16_slower()));
+  EXPECT_FALSE((PanelProductRates{16, 64, 192, 100, 91}.bf16_slower()));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -9,8 +10,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 
+#include "luong/models/matrix_products.h"
+#include "luong/models/step_buffers.h"
 #include "luong/run/run_lock.h"
 #include "luong/run/runtime.h"
 #include "luong/training/checkpointer.h"
@@ -236,6 +240,28 @@ void build_model(Session& s, bool resume) {
   }
 }
 
+// --precision bf16 on a CPU where it does not pay: bf16 emulated, or its products (a step's, timed
+// now) no faster than float32's.
+void note_slow_bf16(const Session& s) {
+  if (s.config.precision != models::Precision::kBFloat16 || !s.runtime.device.is_cpu()) return;
+  if (!models::cpu_has_native_bf16()) {
+    std::fprintf(stderr, "luong train: note: this CPU has neither AVX512-BF16 nor AMX; bf16 products are emulated and "
+                         "slower than float32\n");
+    return;
+  }
+  const std::int64_t sentences =
+      s.config.batch_by_tokens ? std::max<std::int64_t>(1, s.config.batch / s.config.max_len) : s.config.batch;
+  const std::int64_t gates = s.config.cell == models::CellKind::kLstm ? 4 : 3;
+  const std::optional<models::PanelProductRates> rates = models::measure_panel_product_rates(
+      sentences / models::row_block_count(sentences), s.config.hidden, gates * s.config.hidden);
+  if (!rates || !rates->bf16_slower()) return;
+  std::fprintf(stderr,
+               "luong train: note: bf16 products run slower than float32 on this CPU (%.0f against %.0f GFLOP/s for "
+               "a step's [%lld, %lld] x [%lld, %lld], measured now); float32 trains faster here\n",
+               rates->bf16, rates->float32, static_cast<long long>(rates->rows), static_cast<long long>(rates->k),
+               static_cast<long long>(rates->k), static_cast<long long>(rates->n));
+}
+
 void print_start(const Session& s, bool resume, const DistributedOptions& distributed) {
   if (!s.is_main()) return;
   const DataParallel* dp = s.parallel.get();
@@ -254,10 +280,7 @@ void print_start(const Session& s, bool resume, const DistributedOptions& distri
                static_cast<long long>(s.config.max_len), s.data.source_vocab->size(), s.data.target_vocab->size(),
                options::enum_name(s.config.attention), options::enum_name(s.config.decoder), s.runtime.threads,
                s.runtime.threads == 1 ? "" : "s", s.runtime.device.str().c_str(), ranks.c_str(), resuming.c_str());
-  if (s.config.precision == models::Precision::kBFloat16 && s.runtime.device.is_cpu() && !models::cpu_has_native_bf16()) {
-    std::fprintf(stderr, "luong train: note: this CPU has neither AVX512-BF16 nor AMX; bf16 products are emulated and "
-                         "slower than float32\n");
-  }
+  note_slow_bf16(s);
 }
 
 // `where`: the last training the checkpoint holds ("epoch 3" or "epoch 2 batch 5").

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -258,6 +259,21 @@ struct MatrixProducts {
     return panels.multiply(out, a, init, /*parallel=*/true) ? out : torch::Tensor();
   }
 };
+
+/// The float32 and bf16 panel products' rates at one [rows, k] x [k, n] shape, GFLOP/s on the
+/// calling thread.
+struct PanelProductRates {
+  int64_t rows = 0, k = 0, n = 0;
+  double float32 = 0, bf16 = 0;
+  /// Whether bf16 runs under 90% of float32's rate, so that bf16 precision trains slower than
+  /// float32: on Intel processors with AVX512-BF16 but no AMX, vdpbf16ps (32 multiply-adds, one a
+  /// cycle) matches float32's two FMA units, and rounding the rows to bf16 costs more.
+  bool bf16_slower() const { return bf16 < 0.9 * float32; }
+};
+/// Times both kernels, about `seconds` each, where this processor has float32 and bf16 panels and
+/// panels are enabled; nullopt elsewhere. Touches no random generator.
+std::optional<PanelProductRates> measure_panel_product_rates(int64_t rows, int64_t k, int64_t n,
+                                                             double seconds = 0.02);
 
 /// nn::Linear's function, differentiable: x [..., I], weight [O, I] (any strides), bias [O] or
 /// undefined -> [..., O]. Where the forward product goes to oneDNN (float32 on the CPU, autocast off,
