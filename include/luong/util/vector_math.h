@@ -79,9 +79,9 @@ namespace detail {
 }
 
 // vector_expf(x), the same bits, for x <= 88 only (a softmax's logits less their row's maximum,
-// tanh's -2|x|: never above 0). Without the clamp above, GCC sees that the one below only feeds a result that
-// x < -87 replaces by 0, and drops both: 22 instructions a vector of 16 where vector_expf's selects
-// made 32, and the softmax's exponentials take 0.78 of the time.
+// tanh's -2|x|: never above 0). Without the clamp above, GCC sees that the one below only feeds a
+// result that x < -87 replaces by 0, and drops both: 22 instructions a vector of 16 where
+// vector_expf's selects made 32, and the softmax's exponentials take 0.78 of the time.
 [[gnu::always_inline]] inline float vector_expf_below_88(float x) {
   return detail::expf_clamped(x, x < -87.0f ? -87.0f : x);
 }
