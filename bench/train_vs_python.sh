@@ -7,6 +7,9 @@
 # arguments go to both (--hidden, --embed, --batch, --layers, --bidirectional, --train-size ...).
 # SPM_VOCAB=N tokenizes both sides with the sentencepiece models (N pieces per side) that luong trains
 # on the split; LUONG_ARGS / PYTHON_ARGS go to one side only (say, --precision bf16 / --bf16).
+# ROUNDS=N runs the two sides N times in turn (luong, Python, luong, ...) and prints every round's
+# speed-up and their median: on a machine whose speed drifts by 10-20% between neighbouring runs,
+# one round's ratio says little.
 #
 #   bench/train_vs_python.sh [EPOCHS=3] [THREADS=2] [-- EXTRA ARGS...]
 set -euo pipefail
@@ -24,20 +27,28 @@ corpus=$(realpath ../shared/data/tatoeba-ara-eng/ara-eng.tsv)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-luong_tokenizer=() python_tokenizer=()
-if [[ -n ${SPM_VOCAB:-} ]]; then
-  luong_tokenizer=(--tokenizer spm --spm-vocab "$SPM_VOCAB")
-  python_tokenizer=(--spm-source "$work/run/spm.source.model" --spm-target "$work/run/spm.target.model")
-fi
-# shellcheck disable=SC2086
-"$luong" train --data "$corpus" --epochs "$epochs" --threads "$threads" --no-shuffle --dev-size 0 \
-  --loss-average step "${luong_tokenizer[@]}" "$@" ${LUONG_ARGS:-} --out "$work/run" 2> "$work/cpp.log"
-# shellcheck disable=SC2086
-"$python" bench/seq2seq_reference.py --data "$corpus" --epochs "$epochs" --threads "$threads" \
-  "${python_tokenizer[@]}" "$@" ${PYTHON_ARGS:-} > "$work/py.log"
+rounds=${ROUNDS:-1}
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "train_vs_python.sh: ROUNDS must be a positive integer, not '$rounds'" >&2; exit 2; }
+ratios=()
+for ((round = 1; round <= rounds; ++round)); do
+  run="$work/run$round"
+  luong_tokenizer=() python_tokenizer=()
+  if [[ -n ${SPM_VOCAB:-} ]]; then
+    luong_tokenizer=(--tokenizer spm --spm-vocab "$SPM_VOCAB")
+    python_tokenizer=(--spm-source "$run/spm.source.model" --spm-target "$run/spm.target.model")
+  fi
+  # shellcheck disable=SC2086
+  "$luong" train --data "$corpus" --epochs "$epochs" --threads "$threads" --no-shuffle --dev-size 0 \
+    --loss-average step "${luong_tokenizer[@]}" "$@" ${LUONG_ARGS:-} --out "$run" 2> "$work/cpp.log"
+  # shellcheck disable=SC2086
+  "$python" bench/seq2seq_reference.py --data "$corpus" --epochs "$epochs" --threads "$threads" \
+    "${python_tokenizer[@]}" "$@" ${PYTHON_ARGS:-} > "$work/py.log"
+  py_rate=$(sed -nE 's/^epoch [0-9]+: .*, ([0-9.]+) s, ([0-9.]+) tok\/s$/\2 \1/p' "$work/py.log" | steady_rate)
+  cpp_rate=$(luong_steady_rate "$work/cpp.log")
+  ratios+=("$(echo "$cpp_rate / $py_rate" | bc -l)")
+  ((rounds == 1)) || printf 'round %d: python %s, luong %s target tok/s, speed-up %.2fx\n' "$round" "$py_rate" "$cpp_rate" "${ratios[-1]}"
+done
 
-py_rate=$(sed -nE 's/^epoch [0-9]+: .*, ([0-9.]+) s, ([0-9.]+) tok\/s$/\2 \1/p' "$work/py.log" | steady_rate)
-cpp_rate=$(luong_steady_rate "$work/cpp.log")
 echo "configuration: $* ${SPM_VOCAB:+(spm $SPM_VOCAB) }luong: ${LUONG_ARGS:-} python: ${PYTHON_ARGS:-} (epochs $epochs, threads $threads)"
 echo "epoch  python-loss  luong-loss"
 paste <(sed -nE 's/^epoch ([0-9]+): loss ([0-9.]+).*/\1 \2/p' "$work/py.log") \
@@ -45,9 +56,16 @@ paste <(sed -nE 's/^epoch ([0-9]+): loss ([0-9.]+).*/\1 \2/p' "$work/py.log") \
   awk '{printf "%5d  %11.4f  %10.4f\n", $1, $2, $3}'
 span="epochs 2-$epochs"
 ((epochs > 1)) || span="epoch 1"
+((rounds == 1)) || span="$span, the last round"
 echo "python reference: $py_rate target tok/s ($span)"
 echo "luong train     : $cpp_rate target tok/s ($span)"
-printf 'speed-up: %.2fx\n' "$(echo "$cpp_rate / $py_rate" | bc -l)"
+if ((rounds == 1)); then
+  printf 'speed-up: %.2fx\n' "${ratios[0]}"
+else
+  printf '%s\n' "${ratios[@]}" | sort -g | awk -v n="$rounds" '{r[NR] = $1} END {
+    median = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
+    printf "speed-up: %.2fx, the median of %d rounds in turn (%.2f-%.2fx)\n", median, n, r[1], r[n]}'
+fi
 # Both trained the same tokens, so the model's operations per epoch (the reference's count) over each
 # side's epoch time: the rate of useful arithmetic.
 flops=$(sed -nE 's/^flops: ([0-9.e+]+) per epoch \([0-9]+ source, ([0-9]+) target tokens\)$/\1 \2/p' "$work/py.log")
