@@ -6,6 +6,8 @@
 #   bench/cloze_vs_numpy.sh [RUNS=5] [luong binary]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/luong_log.sh
+source bench/luong_log.sh
 runs=${1:-5}
 luong=$(realpath "${2:-build/luong}")
 seed=$(realpath ../shared/reference/cloze_seed.py)
@@ -13,7 +15,6 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 now() { date +%s.%N; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 : > "$work/cpp"; : > "$work/py"
 for ((i = 0; i <= runs; i++)); do   # run 0 is a warm-up

@@ -1,5 +1,5 @@
-# Reading `luong train`'s log (its "epoch E/N: train loss L, ..., R tok/s" lines). Sourced by the
-# bench scripts.
+# Reading `luong train`'s log (its "epoch E/N: train loss L, ..., R tok/s" lines), and the median the
+# scripts that repeat their runs report. Sourced by the bench scripts.
 
 # The last epoch's training tokens/s.
 luong_last_rate() { sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$1" | tail -1; }
@@ -14,3 +14,6 @@ steady_rate() { awk '{r[NR] = $1; s[NR] = $2} END {f = NR > 1 ? 2 : 1; for (i = 
 
 # The train loss of every epoch, on one line.
 luong_losses() { sed -nE 's/^epoch [0-9]+\/[0-9]+: train loss ([0-9.]+).*/\1/p' "$1" | paste -sd' '; }
+
+# The median of numbers, one a line (the mean of the middle two for an even count).
+median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }

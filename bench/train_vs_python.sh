@@ -29,14 +29,13 @@ trap 'rm -rf "$work"' EXIT
 
 rounds=${ROUNDS:-1}
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "train_vs_python.sh: ROUNDS must be a positive integer, not '$rounds'" >&2; exit 2; }
+luong_tokenizer=()
+[[ -z ${SPM_VOCAB:-} ]] || luong_tokenizer=(--tokenizer spm --spm-vocab "$SPM_VOCAB")
 ratios=()
 for ((round = 1; round <= rounds; ++round)); do
   run="$work/run$round"
-  luong_tokenizer=() python_tokenizer=()
-  if [[ -n ${SPM_VOCAB:-} ]]; then
-    luong_tokenizer=(--tokenizer spm --spm-vocab "$SPM_VOCAB")
-    python_tokenizer=(--spm-source "$run/spm.source.model" --spm-target "$run/spm.target.model")
-  fi
+  python_tokenizer=()  # the sentencepiece models that this round's luong run trained
+  [[ -z ${SPM_VOCAB:-} ]] || python_tokenizer=(--spm-source "$run/spm.source.model" --spm-target "$run/spm.target.model")
   # shellcheck disable=SC2086
   "$luong" train --data "$corpus" --epochs "$epochs" --threads "$threads" --no-shuffle --dev-size 0 \
     --loss-average step "${luong_tokenizer[@]}" "$@" ${LUONG_ARGS:-} --out "$run" 2> "$work/cpp.log"
@@ -62,9 +61,9 @@ echo "luong train     : $cpp_rate target tok/s ($span)"
 if ((rounds == 1)); then
   printf 'speed-up: %.2fx\n' "${ratios[0]}"
 else
-  printf '%s\n' "${ratios[@]}" | sort -g | awk -v n="$rounds" '{r[NR] = $1} END {
-    median = n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2
-    printf "speed-up: %.2fx, the median of %d rounds in turn (%.2f-%.2fx)\n", median, n, r[1], r[n]}'
+  read -r lowest highest < <(printf '%s\n' "${ratios[@]}" | sort -g | sed -n '1p;$p' | paste -sd' ')
+  printf 'speed-up: %.2fx, the median of %d rounds in turn (%.2f-%.2fx)\n' \
+    "$(printf '%s\n' "${ratios[@]}" | median)" "$rounds" "$lowest" "$highest"
 fi
 # Both trained the same tokens, so the model's operations per epoch (the reference's count) over each
 # side's epoch time: the rate of useful arithmetic.
