@@ -37,4 +37,5 @@ for ((i = 1; i <= pairs; i++)); do
     "(train loss per epoch: float32 $(luong_losses "$work/float32-$i.log"); bf16 $(luong_losses "$work/bf16-$i.log"))"
 done
 echo "configuration: ${model[*]} (epochs $epochs, threads $threads, $("$luong" --version | sed -n 's/^CPU: //p'))"
-printf '%s\n' "${ratios[@]}" | sort -n | awk '{r[NR] = $1} END {printf "bf16 / float32: median %.2fx (min %.2fx, max %.2fx, %d pairs)\n", r[int((NR + 1) / 2)], r[1], r[NR], NR}'
+read -r middle lowest highest < <(printf '%s\n' "${ratios[@]}" | median_and_range)
+printf 'bf16 / float32: median %.2fx (min %.2fx, max %.2fx, %d pairs)\n' "$middle" "$lowest" "$highest" "$pairs"

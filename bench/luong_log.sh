@@ -9,11 +9,23 @@ luong_last_rate() { sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/
 luong_steady_rate() {
   sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s, ([0-9.]+) s$/\1 \2/p' "$1" | steady_rate
 }
-# "rate seconds" lines, one per epoch -> the rate over all but the first.
-steady_rate() { awk '{r[NR] = $1; s[NR] = $2} END {f = NR > 1 ? 2 : 1; for (i = f; i <= NR; ++i) {n += r[i] * s[i]; t += s[i]} if (t > 0) printf "%.0f\n", n / t}'; }
+# "rate seconds" lines, one per epoch -> the rate over all but the first: their tokens over their
+# seconds, or the mean rate where the log rounds every one of those epochs to "0.0 s".
+steady_rate() {
+  awk '{r[NR] = $1; s[NR] = $2}
+       END {f = NR > 1 ? 2 : 1; for (i = f; i <= NR; ++i) {n += r[i] * s[i]; t += s[i]; m += r[i]}
+            if (t > 0) printf "%.0f\n", n / t; else if (NR > 0) printf "%.0f\n", m / (NR - f + 1)}'
+}
 
 # The train loss of every epoch, on one line.
 luong_losses() { sed -nE 's/^epoch [0-9]+\/[0-9]+: train loss ([0-9.]+).*/\1/p' "$1" | paste -sd' '; }
 
 # The median of numbers, one a line (the mean of the middle two for an even count).
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
+
+# "median lowest highest" of numbers, one a line.
+median_and_range() {
+  local numbers
+  numbers=$(sort -g)
+  echo "$(median <<<"$numbers") $(head -1 <<<"$numbers") $(tail -1 <<<"$numbers")"
+}

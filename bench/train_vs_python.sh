@@ -61,9 +61,8 @@ echo "luong train     : $cpp_rate target tok/s ($span)"
 if ((rounds == 1)); then
   printf 'speed-up: %.2fx\n' "${ratios[0]}"
 else
-  read -r lowest highest < <(printf '%s\n' "${ratios[@]}" | sort -g | sed -n '1p;$p' | paste -sd' ')
-  printf 'speed-up: %.2fx, the median of %d rounds in turn (%.2f-%.2fx)\n' \
-    "$(printf '%s\n' "${ratios[@]}" | median)" "$rounds" "$lowest" "$highest"
+  read -r middle lowest highest < <(printf '%s\n' "${ratios[@]}" | median_and_range)
+  printf 'speed-up: %.2fx, the median of %d rounds in turn (%.2f-%.2fx)\n' "$middle" "$rounds" "$lowest" "$highest"
 fi
 # Both trained the same tokens, so the model's operations per epoch (the reference's count) over each
 # side's epoch time: the rate of useful arithmetic.
