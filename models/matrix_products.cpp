@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "luong/util/error.h"
@@ -27,16 +29,31 @@ void mkldnn_matmul(const at::Tensor& mat1, const at::Tensor& mat2, const at::Ten
 namespace luong::models {
 namespace {
 
-Float32Products choice_from_environment() {
-  const char* value = std::getenv("LUONG_FLOAT32_PRODUCTS");
-  if (value == nullptr || *value == '\0' || std::strcmp(value, "auto") == 0) return Float32Products::kAuto;
-  if (std::strcmp(value, "mkl") == 0) return Float32Products::kMkl;
-  if (std::strcmp(value, "onednn") == 0) return Float32Products::kOneDnn;
-  throw Error(std::string("LUONG_FLOAT32_PRODUCTS must be auto, mkl or onednn, not '") + value + "'");
+// The choice that environment variable `variable` names among `choices`, the first where it is unset
+// or empty; a value not among them throws Error ("V must be a, b or c, not 'x'").
+template <typename Choice>
+Choice choice_from_environment(const char* variable, std::initializer_list<std::pair<const char*, Choice>> choices) {
+  const char* value = std::getenv(variable);
+  if (value == nullptr || *value == '\0') return choices.begin()->second;
+  std::string names;
+  std::size_t index = 0;
+  for (const auto& [name, choice] : choices) {
+    if (std::strcmp(value, name) == 0) return choice;
+    if (index > 0) names += index + 1 == choices.size() ? " or " : ", ";
+    names += name;
+    ++index;
+  }
+  throw Error(std::string(variable) + " must be " + names + ", not '" + value + "'");
+}
+
+Float32Products float32_products_from_environment() {
+  return choice_from_environment<Float32Products>(
+      "LUONG_FLOAT32_PRODUCTS",
+      {{"auto", Float32Products::kAuto}, {"mkl", Float32Products::kMkl}, {"onednn", Float32Products::kOneDnn}});
 }
 
 std::atomic<Float32Products>& current_choice() {
-  static std::atomic<Float32Products> choice{choice_from_environment()};
+  static std::atomic<Float32Products> choice{float32_products_from_environment()};
   return choice;
 }
 
@@ -51,11 +68,8 @@ struct PanelChoice {
 };
 
 PanelChoice panels_from_environment() {
-  const char* value = std::getenv("LUONG_PANEL_PRODUCTS");
-  if (value == nullptr || *value == '\0' || std::strcmp(value, "on") == 0) return {};
-  if (std::strcmp(value, "off") == 0) return {false, true};
-  if (std::strcmp(value, "no-amx") == 0) return {true, false};
-  throw Error(std::string("LUONG_PANEL_PRODUCTS must be on, off or no-amx, not '") + value + "'");
+  return choice_from_environment<PanelChoice>(
+      "LUONG_PANEL_PRODUCTS", {{"on", PanelChoice{}}, {"off", PanelChoice{false, true}}, {"no-amx", PanelChoice{true, false}}});
 }
 
 std::atomic<bool>& panels_enabled() {
@@ -223,12 +237,7 @@ const uint16_t* PanelOperand::amx_panels() const {
 
 namespace {
 std::atomic<bool>& step_teams_switch() {
-  static std::atomic<bool> enabled{[] {
-    const char* value = std::getenv("LUONG_STEP_TEAMS");
-    if (value == nullptr || *value == '\0' || std::strcmp(value, "on") == 0) return true;
-    if (std::strcmp(value, "off") == 0) return false;
-    throw Error(std::string("LUONG_STEP_TEAMS must be on or off, not '") + value + "'");
-  }()};
+  static std::atomic<bool> enabled{choice_from_environment<bool>("LUONG_STEP_TEAMS", {{"on", true}, {"off", false}})};
   return enabled;
 }
 std::atomic<int64_t> step_team_products{0};
