@@ -79,10 +79,16 @@ int run(int argc, char** argv) {
 // destructors (its operator registries, about 100 ms of a `luong --version`'s 400), which free
 // memory that the process is about to give back anyway. The sanitizers' builds exit normally: the
 // leak checker runs at exit.
+// Output that could not be written (a full disk, a closed pipe) fails a command that otherwise
+// succeeded.
 [[noreturn]] void exit_without_static_destructors(int code) {
   std::cout.flush();
+  const bool written = std::fflush(nullptr) == 0 && std::cout.good() && std::ferror(stdout) == 0;
+  if (!written && code == 0) {
+    std::cerr << "luong: cannot write standard output" << std::endl;
+    code = 2;
+  }
   std::cerr.flush();
-  std::fflush(nullptr);
 #ifdef LUONG_SANITIZED
   std::exit(code);
 #else

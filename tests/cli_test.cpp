@@ -96,6 +96,27 @@ TEST(CliTest, BadInputIsOneLineAndExitTwo) {
   EXPECT_NE(no_tab.out.find("no_tab.tsv:2:"), std::string::npos) << no_tab.out;
 }
 
+// main ends with std::_Exit after flushing the output (LibTorch's static destructors skipped): output
+// that could not be written fails the command with one line and exit 2, whether the executable wrote
+// it (--help) or the LibTorch module too (--version).
+TEST(CliTest, UnwritableStandardOutputFailsTheCommand) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full here";
+  const std::string dir = temp_run("full");
+  fs::create_directories(dir);
+  for (const std::string args : {"--help", "--version"}) {
+    test::Subprocess command(args, dir + "/stderr.log", {}, "/dev/null", "/dev/full");
+    EXPECT_EQ(command.wait(), 2) << args << "\n" << command.output();
+    EXPECT_EQ(command.output(), "luong: cannot write standard output\n") << args;
+  }
+  // The same commands into a file write all of it.
+  for (const std::string args : {"--help", "--version"}) {
+    test::Subprocess command(args, dir + "/stderr.log", {}, "/dev/null", dir + "/stdout.txt");
+    EXPECT_EQ(command.wait(), 0) << args << "\n" << command.output();
+    const std::string out = read_file(dir + "/stdout.txt");
+    EXPECT_NE(out.find(args == "--help" ? "gradcheck" : "threads:"), std::string::npos) << out;
+  }
+}
+
 // `luong version` says which kernels multiply the fused kernels' float32 matrices, and a bad
 // LUONG_PANEL_PRODUCTS (or LUONG_STEP_TEAMS) ends a command before it starts: one line and exit 2.
 TEST(CliTest, VersionSaysWhichProductKernelsRun) {
