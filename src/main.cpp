@@ -78,17 +78,16 @@ int run(int argc, char** argv) {
 // Every command has written and closed its files by now; what is left is LibTorch's static
 // destructors (its operator registries, about 100 ms of a `luong --version`'s 400), which free
 // memory that the process is about to give back anyway. The sanitizers' builds exit normally: the
-// leak checker runs at exit.
-// Output that could not be written (a full disk, a closed pipe) fails a command that otherwise
-// succeeded.
-[[noreturn]] void exit_without_static_destructors(int code) {
-  std::cout.flush();
-  const bool written = std::fflush(nullptr) == 0 && std::cout.good() && std::ferror(stdout) == 0;
-  if (!written && code == 0) {
-    std::cerr << "luong: cannot write standard output" << std::endl;
-    code = 2;
+// leak checker runs at exit. Output that could not be written (a full disk, a closed pipe) fails a
+// command that otherwise succeeded, as the commands' own checks do: std::cout first, whose flush
+// also flushes C's stdout while the two are synchronised (printf's output too), then the rest.
+[[noreturn]] void exit_without_static_destructors(const char* command, int code) {
+  try {
+    luong::cli::check_written(std::cout, "stdout");
+  } catch (const luong::Error& e) {
+    if (code == 0) code = luong::cli::report_failure(command, e.what());
   }
-  std::cerr.flush();
+  std::fflush(nullptr);
 #ifdef LUONG_SANITIZED
   std::exit(code);
 #else
@@ -98,4 +97,7 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { exit_without_static_destructors(run(argc, argv)); }
+int main(int argc, char** argv) {
+  const int code = run(argc, argv);
+  exit_without_static_destructors(argc > 1 ? argv[1] : "", code);
+}

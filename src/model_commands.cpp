@@ -1,8 +1,5 @@
 #include "luong/cli/model_commands.h"
 
-#include <cerrno>
-#include <cstring>
-
 #include "luong/cli/option_flags.h"
 #include "luong/run/runtime.h"
 #include "luong/util/error.h"
@@ -35,11 +32,6 @@ std::vector<run::TrainedModel*> pointers(std::vector<run::TrainedModel>& models)
   std::vector<run::TrainedModel*> out;
   for (auto& m : models) out.push_back(&m);
   return out;
-}
-
-void check_written(std::ostream& out, const std::string& what) {
-  out.flush();
-  if (!out) throw Error(what + ": write error (" + std::strerror(errno != 0 ? errno : EIO) + ")");
 }
 
 }  // namespace luong::cli

@@ -1,3 +1,5 @@
+#include <cerrno>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -43,6 +45,11 @@ std::string describe_current_exception() {
 int report_failure(const char* command, const std::string& what) {
   std::cerr << "luong " << command << ": " << printable(what, 2000) << std::endl;
   return 2;
+}
+
+void check_written(std::ostream& out, const std::string& what) {
+  out.flush();
+  if (!out) throw Error(what + ": write error (" + std::strerror(errno != 0 ? errno : EIO) + ")");
 }
 
 }  // namespace luong::cli

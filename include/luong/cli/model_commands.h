@@ -20,7 +20,5 @@ std::vector<run::TrainedModel> load_models_from_flags(const cxxopts::ParseResult
 /// The models' addresses, as a Translator takes them.
 std::vector<run::TrainedModel*> pointers(std::vector<run::TrainedModel>& models);
 
-/// Throws luong::Error("<what>: write error (...)") when `out` has failed (a full disk, a closed pipe).
-void check_written(std::ostream& out, const std::string& what);
 
 }  // namespace luong::cli

@@ -81,4 +81,9 @@ std::string first_line(const std::string& text);
 /// status of bad input.
 int report_failure(const char* command, const std::string& what);
 
+/// Flushes `out` and throws luong::Error("<what>: write error (...)") when it has failed (a full disk,
+/// a closed pipe). The commands check stdout where a failure should stop them early; main checks it
+/// once more at the end for everything else.
+void check_written(std::ostream& out, const std::string& what);
+
 }  // namespace luong::cli
