@@ -441,7 +441,7 @@ std::optional<PanelProductRates> measure_panel_product_rates(int64_t rows, int64
     } while (elapsed < seconds);
     return 2.0 * static_cast<double>(rows * k * n) * static_cast<double>(calls) / elapsed / 1e9;
   };
-  const PanelProductRates rates{rows, k, n, rate(false), rate(true)};
+  const PanelProductRates rates{rate(false), rate(true)};
   if (rates.float32 <= 0 || rates.bf16 <= 0) return std::nullopt;
   return rates;
 }

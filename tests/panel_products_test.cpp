@@ -483,9 +483,6 @@ TEST(PanelProductsTest, ProductRatesTimeBothKernelsInPanels) {
   EXPECT_TRUE(torch::equal(torch::rand({4}), expected_draw)) << "the measurement drew from the generator";
   EXPECT_GE(panel_products_run() - run_before, 4);  // a first call and at least one timed, each kernel
   std::printf("  [16, 64] x [64, 192]: float32 %.1f, bf16 %.1f GFLOP/s\n", rates->float32, rates->bf16);
-  EXPECT_EQ(rates->rows, 16);
-  EXPECT_EQ(rates->k, 64);
-  EXPECT_EQ(rates->n, 192);
   for (const double rate : {rates->float32, rates->bf16}) {
     EXPECT_GT(rate, 0.1);
     EXPECT_LT(rate, 1e5);
@@ -493,8 +490,8 @@ TEST(PanelProductsTest, ProductRatesTimeBothKernelsInPanels) {
   set_panel_products_enabled(false);
   EXPECT_FALSE(measure_panel_product_rates(16, 64, 192, 0.005).has_value());
   set_panel_products_enabled(true);
-  EXPECT_TRUE((PanelProductRates{16, 64, 192, 100, 89}.bf16_slower()));
-  EXPECT_FALSE((PanelProductRates{16, 64, 192, 100, 91}.bf16_slower()));
+  EXPECT_TRUE((PanelProductRates{100, 89}.bf16_slower()));
+  EXPECT_FALSE((PanelProductRates{100, 91}.bf16_slower()));
 }
 
 }  // namespace

@@ -251,15 +251,15 @@ void note_slow_bf16(const Session& s) {
   }
   const std::int64_t sentences =
       s.config.batch_by_tokens ? std::max<std::int64_t>(1, s.config.batch / s.config.max_len) : s.config.batch;
-  const std::int64_t gates = s.config.cell == models::CellKind::kLstm ? 4 : 3;
-  const std::optional<models::PanelProductRates> rates = models::measure_panel_product_rates(
-      sentences / models::row_block_count(sentences), s.config.hidden, gates * s.config.hidden);
+  const std::int64_t rows = sentences / models::row_block_count(sentences), k = s.config.hidden;
+  const std::int64_t n = (s.config.cell == models::CellKind::kLstm ? 4 : 3) * k;  // the gates
+  const std::optional<models::PanelProductRates> rates = models::measure_panel_product_rates(rows, k, n);
   if (!rates || !rates->bf16_slower()) return;
   std::fprintf(stderr,
                "luong train: note: bf16 products run slower than float32 on this CPU (%.0f against %.0f GFLOP/s for "
                "a step's [%lld, %lld] x [%lld, %lld], measured now); float32 trains faster here\n",
-               rates->bf16, rates->float32, static_cast<long long>(rates->rows), static_cast<long long>(rates->k),
-               static_cast<long long>(rates->k), static_cast<long long>(rates->n));
+               rates->bf16, rates->float32, static_cast<long long>(rows), static_cast<long long>(k),
+               static_cast<long long>(k), static_cast<long long>(n));
 }
 
 void print_start(const Session& s, bool resume, const DistributedOptions& distributed) {

@@ -263,7 +263,6 @@ struct MatrixProducts {
 /// The float32 and bf16 panel products' rates at one [rows, k] x [k, n] shape, GFLOP/s on the
 /// calling thread.
 struct PanelProductRates {
-  int64_t rows = 0, k = 0, n = 0;
   double float32 = 0, bf16 = 0;
   /// Whether bf16 runs under 90% of float32's rate, so that bf16 precision trains slower than
   /// float32: on Intel processors with AVX512-BF16 but no AMX, vdpbf16ps (32 multiply-adds, one a
