@@ -398,7 +398,7 @@ const char* storage_name(torch::ScalarType dtype) {
 
 }  // namespace
 
-std::vector<char> serialize_state_dict(const StateDict& dict) {
+void serialize_state_dict(const StateDict& dict, const ByteSink& sink) {
   std::vector<torch::Tensor> storages;
   StateDictPickler pickle;
   pickle.proto();
@@ -429,16 +429,8 @@ std::vector<char> serialize_state_dict(const StateDict& dict) {
   pickle.set_items();
   pickle.stop();
 
-  // Sized up front: grown by doubling, a hidden-512 model's 69 MB were copied about twice over into
-  // freshly faulted pages. Each record adds a zip header, a data descriptor, a central directory
-  // entry and up to 64 bytes of alignment.
-  std::size_t expected = pickle.bytes().size() + 4096;
-  for (const torch::Tensor& storage : storages) expected += storage.nbytes() + 256;
-  std::vector<char> bytes;
-  bytes.reserve(expected);
   caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
-    const auto* begin = static_cast<const char*>(data);
-    bytes.insert(bytes.end(), begin, begin + size);
+    sink(static_cast<const char*>(data), size);
     return size;
   });
   writer.writeRecord("data.pkl", pickle.bytes().data(), pickle.bytes().size());
@@ -447,12 +439,12 @@ std::vector<char> serialize_state_dict(const StateDict& dict) {
     writer.writeRecord("data/" + std::to_string(i), storages[i].data_ptr(), storages[i].nbytes());
   }
   writer.writeEndOfFile();
-  return bytes;
 }
 
 void save_state_dict(const StateDict& dict, const std::string& path) {
-  const std::vector<char> bytes = serialize_state_dict(dict);
-  write_file_atomically(path, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+  write_file_atomically(path, [&](std::ostream& out) {
+    serialize_state_dict(dict, [&](const char* data, std::size_t size) { out.write(data, static_cast<std::streamsize>(size)); });
+  });
 }
 
 StateDict parse_state_dict(const std::vector<char>& bytes, const std::string& origin) {

@@ -3,6 +3,8 @@
 // read from files written by Python's torch.save(model.state_dict()) or by luong itself.
 #include <torch/torch.h>
 
+#include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,8 +18,12 @@ using StateDict = std::vector<std::pair<std::string, torch::Tensor>>;
 /// The module's parameters and buffers, on the CPU.
 StateDict state_dict(const torch::nn::Module& module);
 
-/// torch.save-compatible bytes of `dict` (a plain dict of CPU tensors).
-std::vector<char> serialize_state_dict(const StateDict& dict);
+/// Receives a file's bytes piece by piece, in order.
+using ByteSink = std::function<void(const char* data, std::size_t size)>;
+/// torch.save-compatible bytes of `dict` (a plain dict of CPU tensors), handed to `sink` as they are
+/// made, each tensor's data straight from its memory: nothing the size of the file is held (a
+/// hidden-512 checkpoint's 216 MB were a buffer of fresh pages at every save).
+void serialize_state_dict(const StateDict& dict, const ByteSink& sink);
 /// Writes `dict` atomically (temporary file + rename).
 void save_state_dict(const StateDict& dict, const std::string& path);
 

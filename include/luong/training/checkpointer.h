@@ -39,7 +39,7 @@ class Checkpointer {
   static const std::vector<std::string>& files();
 
  private:
-  void export_epoch_average(const std::vector<char>& model_bytes, std::int64_t epoch) const;
+  void export_epoch_average(const models::StateDict& weights, std::int64_t epoch) const;
 
   run::RunPaths paths_;
   std::int64_t average_last_;
