@@ -2,7 +2,8 @@
 # Data-parallel training on this machine: one process with all the cores against N ranks
 # (scripts/launch-local.sh, the cores split between them), the notebook's configuration on the
 # shared corpus (built-in data when it is absent), the same global batch of 32. Prints tokens/s
-# for each, the ratio, the all-reduce time per step and both final losses.
+# for each (over the epochs after the first), the ratio, the all-reduce time per step and both final
+# losses.
 #
 #   bench/data_parallel.sh [EPOCHS=3] [RANKS=2] [luong binary]
 set -euo pipefail
@@ -20,12 +21,13 @@ args=(--data "$corpus" --epochs "$epochs" --dev-size 0)
 "$luong" train "${args[@]}" --threads "$cores" --out "$work/one" 2> "$work/one.log"
 LUONG=$luong scripts/launch-local.sh "$ranks" "${args[@]}" --out "$work/many" 2> "$work/many.log"
 
-rate() { sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$1" | awk '{s += $1} END {printf "%.0f", s / NR}'; }
-last_loss() { sed -nE 's/^epoch [0-9]+\/[0-9]+: train loss ([0-9.]+).*/\1/p' "$1" | tail -1; }
+# shellcheck source=bench/luong_log.sh
+source bench/luong_log.sh
+last_loss() { luong_losses "$1" | awk '{print $NF}'; }
 allreduce=$(sed -nE 's/.*all-reduce ([0-9.]+) ms\/step.*/\1/p' "$work/many.log" | awk '{s += $1} END {printf "%.2f", s / NR}')
 buckets=$(sed -nE 's/.*ms\/step \(([0-9]+) buckets?\).*/\1/p' "$work/many.log" | tail -1)
-one=$(rate "$work/one.log")
-many=$(rate "$work/many.log")
+one=$(luong_steady_rate "$work/one.log")
+many=$(luong_steady_rate "$work/many.log")
 echo "corpus: $corpus, $epochs epochs, global batch 32, $cores cores"
 echo "1 process, $cores threads      : $one target tok/s, final train loss $(last_loss "$work/one.log")"
 echo "$ranks ranks, $((cores / ranks > 0 ? cores / ranks : 1)) thread(s) each : $many target tok/s, final train loss $(last_loss "$work/many.log")"

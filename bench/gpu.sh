@@ -8,7 +8,7 @@
 #
 #   bench/gpu.sh [luong binary] [device=cuda]
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 luong=$(realpath "${1:-build/luong}")
 device=${2:-cuda}
 python=${LUONG_BENCH_PYTHON:-python3}
@@ -20,7 +20,10 @@ done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-last_rate() { sed -nE "$1" "$2" | tail -1; }
+# shellcheck source=bench/luong_log.sh
+source bench/luong_log.sh
+# The reference's last epoch's tokens/s ("epoch E: ..., R tok/s").
+python_last_rate() { sed -nE 's/^epoch [0-9]+: .* ([0-9.]+) tok\/s$/\1/p' "$1" | tail -1; }
 table=()
 luong_only=() python_only=()  # flags for one side only
 luong_train() {  # ARGS...: luong's training as the pairs and the eager runs run it
@@ -33,8 +36,8 @@ train_pair() {  # NAME EPOCHS ARGS...
     >"$work/$name.py.log" 2>&1
   luong_train --epochs "$epochs" "$@" "${luong_only[@]}" --out "$work/$name" >"$work/$name.luong.log" 2>&1
   local py cpp
-  py=$(last_rate 's/^epoch [0-9]+: .* ([0-9.]+) tok\/s$/\1/p' "$work/$name.py.log")
-  cpp=$(last_rate 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$work/$name.luong.log")
+  py=$(python_last_rate "$work/$name.py.log")
+  cpp=$(luong_last_rate "$work/$name.luong.log")
   local ratio="?"
   [[ -n $py && -n $cpp ]] && ratio=$(awk -v a="$cpp" -v b="$py" 'BEGIN {printf "%.2fx", a / b}')
   table+=("$(printf '%-34s luong %10s tok/s   python %10s tok/s   %s' "$name" "${cpp:-?}" "${py:-?}" "$ratio")")
@@ -49,7 +52,7 @@ eager_run() {  # NAME EPOCHS ARGS...
   shift 2
   luong_train --epochs "$epochs" --no-cuda-graphs "$@" --out "$work/$name" >"$work/$name.luong.log" 2>&1
   local cpp
-  cpp=$(last_rate 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$work/$name.luong.log")
+  cpp=$(luong_last_rate "$work/$name.luong.log")
   table+=("$(printf '%-34s luong %10s tok/s   (no CUDA graphs)' "$name" "${cpp:-?}")")
   echo "${table[-1]}"
 }

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Reading `luong train`'s log (its "epoch E/N: train loss L, ..., R tok/s" lines), and the median the
 # scripts that repeat their runs report. Sourced by the bench scripts.
 
@@ -7,7 +8,7 @@ luong_last_rate() { sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/
 # Tokens/s over every epoch after the first (the first alone where there is one): at the notebook's
 # sizes an epoch takes under a second, and one epoch's rate varies by 20% from run to run.
 luong_steady_rate() {
-  sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s, ([0-9.]+) s$/\1 \2/p' "$1" | steady_rate
+  sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s, ([0-9.]+) s(, .*)?$/\1 \2/p' "$1" | steady_rate
 }
 # "rate seconds" lines, one per epoch -> the rate over all but the first: their tokens over their
 # seconds, or the mean rate where the log rounds every one of those epochs to "0.0 s".

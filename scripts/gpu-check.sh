@@ -15,7 +15,7 @@
 #
 # Budget: under 10 minutes (build ~3, tests ~2, benchmarks ~5), each phase under its own timeout.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 dry_run=0 prebuilt=0
 for arg in "$@"; do
   case $arg in
