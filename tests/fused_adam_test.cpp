@@ -187,6 +187,38 @@ TEST(GradientNormTest, OnePassEqualsClipGradNorm) {
   }
 }
 
+// Four chunks summed side by side (four streams for the prefetchers) give each chunk's sum to the
+// bit as summed alone: four gradients of one chunk each, the last shorter than the others and not a
+// multiple of 32 values, against the same gradients one call each; then a float chunk among double
+// ones, which leaves its group to the one-by-one path.
+TEST(GradientNormTest, ChunksSideBySideSumAsEachAlone) {
+  for (const torch::ScalarType dtype : {torch::kFloat, torch::kDouble}) {
+    torch::manual_seed(13);
+    std::vector<torch::Tensor> params = {torch::zeros({65536}, dtype), torch::zeros({256, 256}, dtype),
+                                         torch::zeros({65536}, dtype), torch::zeros({1007}, dtype)};
+    for (torch::Tensor& p : params) p.mutable_grad() = torch::randn_like(p) * 0.37;
+    const int64_t before = gradient_chunks_summed_side_by_side();
+    const std::optional<double> together = gradient_squares_sum(params);
+    EXPECT_EQ(gradient_chunks_summed_side_by_side() - before, 4);
+    double alone = 0;
+    for (const torch::Tensor& p : params) alone += *gradient_squares_sum({p});
+    ASSERT_TRUE(together.has_value());
+    EXPECT_EQ(*together, alone);
+    const double exact = [&] {
+      double sum = 0;
+      for (const torch::Tensor& p : params) sum += p.grad().to(torch::kDouble).square().sum().item<double>();
+      return sum;
+    }();
+    EXPECT_NEAR(*together, exact, 1e-12 * exact);
+  }
+  std::vector<torch::Tensor> mixed = {torch::zeros({100}, torch::kDouble), torch::zeros({100}, torch::kFloat),
+                                      torch::zeros({100}, torch::kDouble), torch::zeros({100}, torch::kDouble)};
+  for (torch::Tensor& p : mixed) p.mutable_grad() = torch::full_like(p, 0.5);
+  const int64_t before = gradient_chunks_summed_side_by_side();
+  EXPECT_EQ(*gradient_squares_sum(mixed), 100.0);
+  EXPECT_EQ(gradient_chunks_summed_side_by_side(), before);
+}
+
 TEST(FusedAdamCheckpointTest, StateLoadsIntoAdamAndBack) {
   std::vector<torch::Tensor> a = make_params(2), b = make_params(2);
   FusedAdam fused(a, torch::optim::AdamOptions(1e-2));

@@ -28,6 +28,9 @@ void scale_gradients(const std::vector<torch::Tensor>& parameters, const torch::
 /// gradient is a dense, contiguous float/double CPU tensor; nullopt otherwise. LibTorch's norm per
 /// gradient is a parallel region each, 66 of them a step at hidden 512 (2.8 ms).
 std::optional<double> gradient_squares_sum(const std::vector<torch::Tensor>& parameters);
+/// Chunks that gradient_squares_sum summed four side by side, since the process started: what a test
+/// reads to see that path taken.
+int64_t gradient_chunks_summed_side_by_side();
 
 class FusedAdam : public torch::optim::Adam {
  public:
