@@ -72,8 +72,8 @@ namespace {
 
 // Each real token's weight under the notebook's average, 1 / (tokens at its step x steps): the mean
 // over each step's tokens, then over the steps, as one weighted sum. rows: flat indices b * T + t.
-// On the CPU one pass over the indices; a chain of a dozen small tensor operations and their
-// backward nodes cost about 2% of a notebook step.
+// On the CPU one pass over the indices: the dozen small tensor operations that made the average
+// took twice as long with their backward nodes (62 against 30 us, timed alone).
 torch::Tensor step_average_weights(const torch::Tensor& rows, int64_t steps, const torch::TensorOptions& options) {
   torch::NoGradGuard no_grad;
   if (!rows.is_cpu()) {

@@ -203,26 +203,28 @@ std::optional<double> gradient_squares_sum(const std::vector<torch::Tensor>& par
   // Groups of kArraysSideBySide consecutive chunks, summed side by side where they share a type.
   const auto chunks = static_cast<int64_t>(chunk_data.size());
   std::vector<double> sums(chunk_data.size(), 0.0);
+  const auto sum_chunks = [&](std::size_t first, int count) {  // chunks of one type
+    if (chunk_is_float[first]) {
+      std::array<const float*, kArraysSideBySide> x{};
+      for (int k = 0; k < count; ++k) x[k] = static_cast<const float*>(chunk_data[first + k]);
+      squares_sums_float(x.data(), &chunk_count[first], count, &sums[first]);
+    } else {
+      std::array<const double*, kArraysSideBySide> x{};
+      for (int k = 0; k < count; ++k) x[k] = static_cast<const double*>(chunk_data[first + k]);
+      squares_sums_double(x.data(), &chunk_count[first], count, &sums[first]);
+    }
+    if (count == kArraysSideBySide) chunks_side_by_side.fetch_add(count, std::memory_order_relaxed);
+  };
   at::parallel_for(0, (chunks + kArraysSideBySide - 1) / kArraysSideBySide, 1, [&](int64_t begin, int64_t end) {
     for (int64_t group = begin; group < end; ++group) {
-      const int64_t first = group * kArraysSideBySide;
-      const int count = static_cast<int>(std::min<int64_t>(kArraysSideBySide, chunks - first));
-      const auto f = static_cast<std::size_t>(first);
-      const bool same_type = std::all_of(chunk_is_float.begin() + first, chunk_is_float.begin() + first + count,
-                                         [&](bool is_float) { return is_float == chunk_is_float[f]; });
-      for (int a = 0; a < count; a += same_type ? count : 1) {
-        const int arrays = same_type ? count : 1;
-        const auto at = f + static_cast<std::size_t>(a);
-        if (chunk_is_float[at]) {
-          std::array<const float*, kArraysSideBySide> x{};
-          for (int k = 0; k < arrays; ++k) x[k] = static_cast<const float*>(chunk_data[at + k]);
-          squares_sums_float(x.data(), &chunk_count[at], arrays, &sums[at]);
-        } else {
-          std::array<const double*, kArraysSideBySide> x{};
-          for (int k = 0; k < arrays; ++k) x[k] = static_cast<const double*>(chunk_data[at + k]);
-          squares_sums_double(x.data(), &chunk_count[at], arrays, &sums[at]);
-        }
-        if (arrays == kArraysSideBySide) chunks_side_by_side.fetch_add(arrays, std::memory_order_relaxed);
+      const auto first = static_cast<std::size_t>(group * kArraysSideBySide);
+      const int count = static_cast<int>(std::min<int64_t>(kArraysSideBySide, chunks - group * kArraysSideBySide));
+      const bool one_type = std::all_of(chunk_is_float.begin() + first, chunk_is_float.begin() + first + count,
+                                        [&](bool is_float) { return is_float == chunk_is_float[first]; });
+      if (one_type) {
+        sum_chunks(first, count);
+      } else {
+        for (int k = 0; k < count; ++k) sum_chunks(first + k, 1);
       }
     }
   });
