@@ -26,21 +26,30 @@ class CheckpointError : public Error {
   using Error::Error;
 };
 
-/// `text` from a file, fit for a one-line message: control bytes as \xNN, at most `limit` bytes.
+/// `text` from a file, or a path, fit for a one-line message: control bytes as \xNN; past `limit`
+/// bytes its beginning and its end around "...", cut between UTF-8 characters, so that a long path
+/// keeps its file name.
 inline std::string printable(std::string_view text, std::size_t limit = 80) {
-  std::string out;
-  for (const char c : text.substr(0, limit)) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte < 0x20 || byte == 0x7f) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
-      out += escaped;
-    } else {
-      out += c;
+  const auto escaped = [](std::string_view part) {
+    std::string out;
+    for (const char c : part) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte < 0x20 || byte == 0x7f) {
+        char code[8];
+        std::snprintf(code, sizeof code, "\\x%02x", byte);
+        out += code;
+      } else {
+        out += c;
+      }
     }
-  }
-  if (text.size() > limit) out += "...";
-  return out;
+    return out;
+  };
+  if (text.size() <= limit) return escaped(text);
+  const auto continues = [&](std::size_t at) { return (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80; };
+  std::size_t head_end = limit / 2, tail_begin = text.size() - (limit - limit / 2);
+  while (head_end > 0 && continues(head_end)) --head_end;
+  while (tail_begin < text.size() && continues(tail_begin)) ++tail_begin;
+  return escaped(text.substr(0, head_end)) + "..." + escaped(text.substr(tail_begin));
 }
 
 }  // namespace luong
