@@ -271,6 +271,33 @@ TEST_F(ReliabilityTest, SigkillAtEverySavePointLeavesALoadableCheckpoint) {
   EXPECT_GE(kills, 10);
 }
 
+// A save that cannot write (a file-size limit that optimizer.pt, written as it is serialized, runs
+// into part-way) fails the run with one line naming the file; the previous checkpoint is untouched,
+// nothing temporary is left, and resuming without the limit goes on from it.
+TEST_F(ReliabilityTest, SaveThatCannotWriteKeepsThePreviousCheckpoint) {
+  const std::string dir = copy_of_trained("file_size_limit");
+  const auto checkpoint_before = snapshot(dir + "/checkpoint");
+  const auto optimizer_bytes = fs::file_size(dir + "/checkpoint/optimizer.pt");
+  const auto model_bytes = fs::file_size(dir + "/checkpoint/model.pt");
+  // In KiB (bash's ulimit -f): above model.pt, below optimizer.pt.
+  const auto limit = (model_bytes + optimizer_bytes) / 2 / 1024;
+  ASSERT_GT(limit * 1024, model_bytes);
+  ASSERT_LT(limit * 1024, optimizer_bytes);
+  const std::string command = "ulimit -f " + std::to_string(limit) + "; trap '' XFSZ; exec " + LUONG_BINARY +
+                              " train --resume --epochs 2 --threads 1 --out " + dir;
+  test::Subprocess limited({"-c", command}, dir + ".limited.log", {}, "/dev/null", "", "/bin/bash");
+  EXPECT_EQ(limited.wait(), 2);
+  const std::string output = limited.output();
+  EXPECT_NE(output.find("optimizer.pt: write failed (File too large)"), std::string::npos) << output;
+  EXPECT_TRUE(snapshot(dir + "/checkpoint") == checkpoint_before);
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << "left " << entry.path();
+  }
+  test::Subprocess resumed("train --resume --epochs 2 --threads 1 --out " + dir, dir + ".resume.log");
+  EXPECT_EQ(resumed.wait(), 0) << resumed.output();
+  EXPECT_NE(resumed.output().find("resuming after epoch 1"), std::string::npos) << resumed.output();
+}
+
 // A diverging run stops at the first non-finite loss, names the batch, and keeps the last good
 // checkpoint; resuming it with a sane learning rate goes on from there.
 TEST_F(ReliabilityTest, NonFiniteLossStopsWithTheBatchAndKeepsTheCheckpoint) {
