@@ -43,7 +43,7 @@ struct WrittenFile {
 };
 
 // `path` written atomically from the pieces `produce` hands its sink, counted and checksummed on the
-// way.
+// way for the manifest.
 WrittenFile write_counted(const std::string& path, const std::function<void(const models::ByteSink&)>& produce) {
   WrittenFile file;
   write_file_atomically(path, [&](std::ostream& out) {
@@ -56,27 +56,8 @@ WrittenFile write_counted(const std::string& path, const std::function<void(cons
   return file;
 }
 
-void write_weights(const std::string& path, const models::StateDict& weights) {
-  write_counted(path, [&](const models::ByteSink& sink) { models::serialize_state_dict(weights, sink); });
-}
-
-// The checkpoint's files but the manifest, in files() order, each as what writes its bytes.
-std::map<std::string, std::function<void(const models::ByteSink&)>> checkpoint_contents(
-    const models::StateDict& weights, torch::optim::Optimizer& optimizer, const TrainerState& state,
-    const ExponentialAverage* ema) {
-  const auto tensors = [](const std::function<models::StateDict()>& dict) {
-    return [dict](const models::ByteSink& sink) { models::serialize_state_dict(dict(), sink); };
-  };
-  std::map<std::string, std::function<void(const models::ByteSink&)>> contents = {
-      {"model.pt", [&](const models::ByteSink& sink) { models::serialize_state_dict(weights, sink); }},
-      {"optimizer.pt", tensors([&] { return optimizer_state(optimizer); })},
-      {"rng.pt", tensors([] { return run::random_states(); })},
-      {"state.json", [&](const models::ByteSink& sink) {
-         const std::string text = dump_json(state.to_json(), 1) + "\n";
-         sink(text.data(), text.size());
-       }}};
-  if (ema != nullptr) contents.emplace("ema.pt", tensors([ema] { return ema->state_dict(); }));
-  return contents;
+void write_text(const std::string& path, const std::string& text) {
+  write_file_atomically(path, [&](std::ostream& out) { out << text; });
 }
 
 // Swaps the finished staging directory in as a whole: a reader sees the old checkpoint or the new.
@@ -146,7 +127,7 @@ const std::vector<std::string>& Checkpointer::files() {
 
 void Checkpointer::export_epoch_average(const models::StateDict& weights, std::int64_t epoch) const {
   fs::create_directories(paths_.epochs);
-  write_weights((fs::path(paths_.epochs) / ("model." + std::to_string(epoch) + ".pt")).string(), weights);
+  models::save_state_dict(weights, (fs::path(paths_.epochs) / ("model." + std::to_string(epoch) + ".pt")).string());
   std::vector<models::StateDict> last;
   for (std::int64_t e = epoch; e > 0 && e > epoch - average_last_; --e) {
     const std::string path = (fs::path(paths_.epochs) / ("model." + std::to_string(e) + ".pt")).string();
@@ -162,26 +143,35 @@ void Checkpointer::export_epoch_average(const models::StateDict& weights, std::i
 void Checkpointer::save(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const TrainerState& state,
                         bool improved, bool epoch_end, const ExponentialAverage* ema) const {
   const models::StateDict weights = models::state_dict(model);
-  write_weights(paths_.model, weights);
-  if (improved) write_weights(paths_.best_model, weights);
+  const models::StateDict averaged = ema != nullptr ? ema->state_dict() : models::StateDict();  // (once off a GPU)
+  models::save_state_dict(weights, paths_.model);
+  if (improved) models::save_state_dict(weights, paths_.best_model);
   if (epoch_end) {
     write_learning_curve(paths_, state.history);
-    if (ema != nullptr) models::save_state_dict(ema->state_dict(), paths_.ema_model);
+    if (ema != nullptr) models::save_state_dict(averaged, paths_.ema_model);
     if (average_last_ > 0) export_epoch_average(weights, state.epoch);
   }
+  // The checkpoint's tensor files, written in name order; state.json after them, the manifest last.
+  std::map<std::string, models::StateDict> tensor_files = {
+      {"model.pt", weights}, {"optimizer.pt", optimizer_state(optimizer)}, {"rng.pt", run::random_states()}};
+  if (ema != nullptr) tensor_files.emplace("ema.pt", averaged);
   const std::string staging = temporary_path_for(paths_.checkpoint);
   fs::create_directories(staging);
   crash_test::save_point();
   try {
     Json files = Json::object();
-    for (const auto& [name, produce] : checkpoint_contents(weights, optimizer, state, ema)) {
+    const auto record = [&](const std::string& name, const std::function<void(const models::ByteSink&)>& produce) {
       const WrittenFile file = write_counted((fs::path(staging) / name).string(), produce);
       files[name] = {{"bytes", file.bytes}, {"crc32", file.crc32}};
       crash_test::save_point();
+    };
+    for (const auto& [name, dict] : tensor_files) {
+      record(name, [&](const models::ByteSink& sink) { models::serialize_state_dict(dict, sink); });
     }
-    const std::string manifest = dump_json({{"format", kManifestFormat}, {"files", files}}, 1) + "\n";
-    write_counted((fs::path(staging) / "manifest.json").string(),
-                  [&](const models::ByteSink& sink) { sink(manifest.data(), manifest.size()); });
+    const std::string state_text = dump_json(state.to_json(), 1) + "\n";
+    record("state.json", [&](const models::ByteSink& sink) { sink(state_text.data(), state_text.size()); });
+    write_text((fs::path(staging) / "manifest.json").string(),
+               dump_json({{"format", kManifestFormat}, {"files", files}}, 1) + "\n");
     exchange_into_place(staging, paths_.checkpoint);
   } catch (...) {
     remove_tree(staging);
