@@ -20,5 +20,4 @@ std::vector<run::TrainedModel> load_models_from_flags(const cxxopts::ParseResult
 /// The models' addresses, as a Translator takes them.
 std::vector<run::TrainedModel*> pointers(std::vector<run::TrainedModel>& models);
 
-
 }  // namespace luong::cli
