@@ -22,8 +22,6 @@ trap 'rm -rf "$work"' EXIT
 
 # shellcheck source=bench/luong_log.sh
 source bench/luong_log.sh
-# The reference's last epoch's tokens/s ("epoch E: ..., R tok/s").
-python_last_rate() { sed -nE 's/^epoch [0-9]+: .* ([0-9.]+) tok\/s$/\1/p' "$1" | tail -1; }
 table=()
 luong_only=() python_only=()  # flags for one side only
 luong_train() {  # ARGS...: luong's training as the pairs and the eager runs run it
@@ -36,7 +34,7 @@ train_pair() {  # NAME EPOCHS ARGS...
     >"$work/$name.py.log" 2>&1
   luong_train --epochs "$epochs" "$@" "${luong_only[@]}" --out "$work/$name" >"$work/$name.luong.log" 2>&1
   local py cpp
-  py=$(python_last_rate "$work/$name.py.log")
+  py=$(reference_rates "$work/$name.py.log" | tail -1 | cut -d" " -f1)
   cpp=$(luong_last_rate "$work/$name.luong.log")
   local ratio="?"
   [[ -n $py && -n $cpp ]] && ratio=$(awk -v a="$cpp" -v b="$py" 'BEGIN {printf "%.2fx", a / b}')

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Reading `luong train`'s log (its "epoch E/N: train loss L, ..., R tok/s" lines), and the median the
-# scripts that repeat their runs report. Sourced by the bench scripts.
+# Reading `luong train`'s log (its "epoch E/N: train loss L, ..., R tok/s" lines) and the Python
+# reference's, and the median the scripts that repeat their runs report. Sourced by the bench scripts.
 
 # The last epoch's training tokens/s.
 luong_last_rate() { sed -nE 's/^epoch [0-9]+\/[0-9]+: .*, ([0-9.]+) tok\/s.*/\1/p' "$1" | tail -1; }
@@ -17,6 +17,10 @@ steady_rate() {
        END {f = NR > 1 ? 2 : 1; for (i = f; i <= NR; ++i) {n += r[i] * s[i]; t += s[i]; m += r[i]}
             if (t > 0) printf "%.0f\n", n / t; else if (NR > 0) printf "%.0f\n", m / (NR - f + 1)}'
 }
+
+# The Python reference's epochs (bench/seq2seq_reference.py: "epoch E: loss L, S s, R tok/s") as
+# "rate seconds" lines, for steady_rate or the last epoch's rate.
+reference_rates() { sed -nE 's/^epoch [0-9]+: .*, ([0-9.]+) s, ([0-9.]+) tok\/s$/\2 \1/p' "$1"; }
 
 # The train loss of every epoch, on one line.
 luong_losses() { sed -nE 's/^epoch [0-9]+\/[0-9]+: train loss ([0-9.]+).*/\1/p' "$1" | paste -sd' '; }

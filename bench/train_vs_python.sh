@@ -42,7 +42,7 @@ for ((round = 1; round <= rounds; ++round)); do
   # shellcheck disable=SC2086
   "$python" bench/seq2seq_reference.py --data "$corpus" --epochs "$epochs" --threads "$threads" \
     "${python_tokenizer[@]}" "$@" ${PYTHON_ARGS:-} > "$work/py.log"
-  py_rate=$(sed -nE 's/^epoch [0-9]+: .*, ([0-9.]+) s, ([0-9.]+) tok\/s$/\2 \1/p' "$work/py.log" | steady_rate)
+  py_rate=$(reference_rates "$work/py.log" | steady_rate)
   cpp_rate=$(luong_steady_rate "$work/cpp.log")
   ratios+=("$(echo "$cpp_rate / $py_rate" | bc -l)")
   ((rounds == 1)) || printf 'round %d: python %s, luong %s target tok/s, speed-up %.2fx\n' "$round" "$py_rate" "$cpp_rate" "${ratios[-1]}"
