@@ -18,6 +18,16 @@ Batch Batch::to(const torch::Device& device) const {
   return moved;
 }
 
+std::vector<std::int64_t> target_tokens_at_each_step(const std::vector<const EncodedPair*>& rows) {
+  std::vector<std::int64_t> tokens;
+  for (const EncodedPair* row : rows) {
+    const std::size_t steps = row->target.size() + 1;
+    if (tokens.size() < steps) tokens.resize(steps, 0);
+    for (std::size_t t = 0; t < steps; ++t) ++tokens[t];
+  }
+  return tokens;
+}
+
 Batch make_batch(const std::vector<const EncodedPair*>& rows) {
   const auto batch = static_cast<std::int64_t>(rows.size());
   std::int64_t source_length = 1;
@@ -48,6 +58,8 @@ Batch make_batch(const std::vector<const EncodedPair*>& rows) {
     out.target_tokens += static_cast<std::int64_t>(row.target.size()) + 1;
     out.lines.push_back(row.line);
   }
+  out.tokens_at_step = target_tokens_at_each_step(rows);
+  out.tokens_at_step.resize(static_cast<std::size_t>(target_length), 0);  // (an empty batch's one step)
   out.target_rows = torch::empty({out.target_tokens}, torch::kLong);
   std::int64_t* rows_out = out.target_rows.data_ptr<std::int64_t>();
   for (std::int64_t b = 0; b < batch; ++b) {

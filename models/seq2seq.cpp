@@ -68,58 +68,75 @@ Seq2SeqImpl::TokenLosses Seq2SeqImpl::token_losses(const torch::Tensor& src, con
   return {decoder->token_losses(selected, targets, label_smoothing), rows};
 }
 
+std::vector<double> step_weights(const std::vector<int64_t>& tokens_at_step, LossAverage average) {
+  int64_t tokens = 0;
+  for (const int64_t at_step : tokens_at_step) tokens += at_step;
+  const auto steps = static_cast<double>(tokens_at_step.size());
+  std::vector<double> weights(tokens_at_step.size());
+  for (std::size_t t = 0; t < weights.size(); ++t) {
+    const auto at_step = static_cast<double>(tokens_at_step[t]);
+    weights[t] = average == LossAverage::kToken ? 1.0 / static_cast<double>(tokens) : 1.0 / (at_step * steps);
+  }
+  return weights;
+}
+
 namespace {
 
-// Each real token's weight under the notebook's average, 1 / (tokens at its step x steps): the mean
-// over each step's tokens, then over the steps, as one weighted sum. rows: flat indices b * T + t.
-// On the CPU one pass over the indices: the dozen small tensor operations that made the average
-// took twice as long with their backward nodes (62 against 30 us, timed alone).
-torch::Tensor step_average_weights(const torch::Tensor& rows, int64_t steps, const torch::TensorOptions& options) {
-  torch::NoGradGuard no_grad;
+// Each real token's weight, its step's: rows are flat indices b * T + t. On the CPU one pass over
+// the rows: the dozen small tensor operations that made the notebook's average took twice as long
+// with their backward nodes (62 against 30 us, timed alone). On a GPU the step weights travel from
+// pinned memory without waiting for the device, and are indexed there.
+torch::Tensor token_weights(const torch::Tensor& rows, int64_t steps, const std::vector<double>& step_weights,
+                            const torch::TensorOptions& options) {
+  TORCH_CHECK(static_cast<int64_t>(step_weights.size()) >= steps, "step weights must cover every decoder step");
   if (!rows.is_cpu()) {
-    const torch::Tensor step_of = rows.remainder(steps);
-    const torch::Tensor count = torch::zeros({steps}, options).index_add(0, step_of, torch::ones(rows.sizes(), options));
-    return (count.clamp_min(1.0) * static_cast<double>(steps)).reciprocal().index_select(0, step_of);
+    torch::Tensor host = torch::tensor(std::vector<double>(step_weights.begin(), step_weights.begin() + steps),
+                                       torch::kFloat64);
+    if (rows.is_cuda()) host = host.pin_memory();
+    return host.to(rows.device(), options.dtype().toScalarType(), /*non_blocking=*/true)
+        .index_select(0, rows.remainder(steps));
   }
   const torch::Tensor flat = rows.contiguous();
   const int64_t* row = flat.data_ptr<int64_t>();
   const int64_t count = flat.numel();
-  std::vector<int64_t> at_step(static_cast<std::size_t>(steps), 0);
-  for (int64_t i = 0; i < count; ++i) ++at_step[static_cast<std::size_t>(row[i] % steps)];
   torch::Tensor weights = torch::empty({count}, options);
-  AT_DISPATCH_FLOATING_TYPES_AND2(torch::kHalf, torch::kBFloat16, weights.scalar_type(), "step_average_weights", [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(torch::kHalf, torch::kBFloat16, weights.scalar_type(), "token_weights", [&] {
     scalar_t* weight = weights.data_ptr<scalar_t>();
-    for (int64_t i = 0; i < count; ++i) {
-      const auto tokens_at_step = static_cast<double>(at_step[static_cast<std::size_t>(row[i] % steps)]);
-      weight[i] = static_cast<scalar_t>(1.0 / (tokens_at_step * static_cast<double>(steps)));
-    }
+    for (int64_t i = 0; i < count; ++i) weight[i] = static_cast<scalar_t>(step_weights[row[i] % steps]);
   });
   return weights;
 }
 
 }  // namespace
 
-LossOutput Seq2SeqImpl::average_loss(const TokenLosses& losses, int64_t steps, LossAverage average) const {
+LossOutput Seq2SeqImpl::average_loss(const TokenLosses& losses, const std::vector<int64_t>& tokens_at_step,
+                                     LossAverage average) const {
   const torch::Tensor& per_token = losses.per_token;
   const torch::Tensor sum = per_token.sum();
   const int64_t tokens = losses.rows.size(0);
   if (average == LossAverage::kStep) {
-    return {(per_token * step_average_weights(losses.rows, steps, per_token.options())).sum(), sum, tokens};
+    const auto steps = static_cast<int64_t>(tokens_at_step.size());
+    const torch::Tensor weights =
+        token_weights(losses.rows, steps, step_weights(tokens_at_step, average), per_token.options());
+    return {(per_token * weights).sum(), sum, tokens};
   }
   return {sum / static_cast<double>(std::max<int64_t>(tokens, 1)), sum, tokens};
 }
 
 LossOutput Seq2SeqImpl::loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
                              const torch::Tensor& dec_tgt, const LossOptions& options) {
-  const torch::Tensor rows = dec_tgt.ne(0).reshape({-1}).nonzero().squeeze(1);
-  return average_loss(token_losses(src, src_lengths, dec_in, dec_tgt, rows, options.label_smoothing), dec_tgt.size(1),
+  const torch::Tensor real = dec_tgt.ne(0);
+  const torch::Tensor rows = real.reshape({-1}).nonzero().squeeze(1);
+  const torch::Tensor at_step = real.sum(0).to(torch::kCPU, torch::kLong).contiguous();
+  const std::vector<int64_t> tokens_at_step(at_step.data_ptr<int64_t>(), at_step.data_ptr<int64_t>() + at_step.numel());
+  return average_loss(token_losses(src, src_lengths, dec_in, dec_tgt, rows, options.label_smoothing), tokens_at_step,
                       options.average);
 }
 
 LossOutput Seq2SeqImpl::loss(const data::Batch& batch, const LossOptions& options) {
   return average_loss(
       token_losses(batch.src, batch.src_lengths, batch.dec_in, batch.dec_tgt, batch.target_rows, options.label_smoothing),
-      batch.dec_tgt.size(1), options.average);
+      batch.tokens_at_step, options.average);
 }
 
 LossOutput Seq2SeqImpl::padded_loss(const torch::Tensor& src, const torch::Tensor& src_lengths,
@@ -144,15 +161,11 @@ LossOutput Seq2SeqImpl::padded_loss(const torch::Tensor& src, const torch::Tenso
   return {(counted * weights).sum(), counted.sum(), 0};
 }
 
-LossOutput Seq2SeqImpl::weighted_loss(const data::Batch& batch, const torch::Tensor& step_weights,
+LossOutput Seq2SeqImpl::weighted_loss(const data::Batch& batch, const std::vector<double>& step_weights,
                                       double label_smoothing) {
-  const int64_t steps = batch.dec_tgt.size(1);
-  TORCH_CHECK(step_weights.dim() == 1 && step_weights.size(0) >= steps,
-              "weighted_loss: step_weights must cover every decoder step");
   const auto [per_token, rows] =
       token_losses(batch.src, batch.src_lengths, batch.dec_in, batch.dec_tgt, batch.target_rows, label_smoothing);
-  const torch::Tensor weights =
-      step_weights.to(per_token.device(), per_token.scalar_type()).index_select(0, rows.remainder(steps));
+  const torch::Tensor weights = token_weights(rows, batch.dec_tgt.size(1), step_weights, per_token.options());
   return {(per_token * weights).sum(), per_token.sum(), rows.size(0)};
 }
 

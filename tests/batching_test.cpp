@@ -26,6 +26,15 @@ TEST(BatchingTest, ShapesPaddingAndSpecialTokens) {
   EXPECT_EQ(batch.lines, (std::vector<std::size_t>{1, 2, 3}));
 }
 
+TEST(BatchingTest, CountsTheTargetTokensAtEachStep) {
+  const auto p = pairs();  // targets + <eos>: 2, 4 and 3 steps
+  EXPECT_EQ(make_batch({&p[0], &p[1], &p[2]}).tokens_at_step, (std::vector<std::int64_t>{3, 3, 2, 1}));
+  EXPECT_EQ(make_batch({&p[2], &p[0]}).tokens_at_step, (std::vector<std::int64_t>{2, 2, 1}));
+  EXPECT_EQ(target_tokens_at_each_step({&p[1]}), (std::vector<std::int64_t>{1, 1, 1, 1}));
+  EXPECT_TRUE(target_tokens_at_each_step({}).empty());
+  EXPECT_EQ(make_batch({}).tokens_at_step, (std::vector<std::int64_t>{0}));  // dec_tgt's one empty step
+}
+
 TEST(BatchingTest, SentenceBatchesKeepOrderWithoutShuffle) {
   BatchingOptions options;
   options.batch_size = 2;

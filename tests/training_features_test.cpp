@@ -56,6 +56,52 @@ TEST(ScheduleTest, InverseSquareRootAndPlateau) {
   EXPECT_FALSE(training::update_plateau(plateau, 2.4, 2));
 }
 
+TEST(LossAverageTest, StepWeightsGiveTheTokenAndTheNotebooksAverages) {
+  // 3, 3, 2 and 1 tokens at the four steps
+  EXPECT_EQ(models::step_weights({3, 3, 2, 1}, models::LossAverage::kToken), std::vector<double>(4, 1.0 / 9));
+  EXPECT_EQ(models::step_weights({3, 3, 2, 1}, models::LossAverage::kStep),
+            (std::vector<double>{1.0 / 12, 1.0 / 12, 1.0 / 8, 1.0 / 4}));
+}
+
+// The notebook's average, written out: each step's mean over its tokens, then the mean over the
+// steps, from the per-token cross-entropy of the logits. loss() of a batch (the CPU's one pass over
+// the rows), loss() of its tensors (counts read back from dec_tgt) and weighted_loss() with the
+// batch's own step weights all give it, in double, to 1e-12.
+TEST(LossAverageTest, TheNotebooksAverageOfEachStepThenTheSteps) {
+  torch::manual_seed(4);
+  models::Seq2Seq model(models::Seq2SeqOptions(9, 8).embed_size(4).hidden_size(4));
+  model->to(torch::kDouble);
+  std::vector<data::EncodedPair> pairs = {{{4, 5, 2}, {4, 5, 6}, 1}, {{6, 2}, {6}, 2}, {{7, 2}, {3, 3, 7, 4}, 3}};
+  const data::Batch batch = data::make_batch({&pairs[0], &pairs[1], &pairs[2]});
+  const torch::NoGradGuard no_grad;
+  const torch::Tensor logits = model->forward(batch.src, batch.src_lengths, batch.dec_in).logits;  // [B, T, V]
+  const torch::Tensor cross_entropy = -logits.log_softmax(-1).gather(-1, batch.dec_tgt.unsqueeze(-1)).squeeze(-1);
+  const int64_t steps = batch.dec_tgt.size(1);
+  double expected = 0;
+  for (int64_t t = 0; t < steps; ++t) {
+    double sum = 0;
+    int64_t tokens = 0;
+    for (int64_t b = 0; b < batch.dec_tgt.size(0); ++b) {
+      if (batch.dec_tgt[b][t].item<int64_t>() == 0) continue;
+      sum += cross_entropy[b][t].item<double>();
+      ++tokens;
+    }
+    expected += sum / static_cast<double>(tokens) / static_cast<double>(steps);
+  }
+  EXPECT_NEAR(model->loss(batch, models::LossAverage::kStep).loss.item<double>(), expected, 1e-12);
+  EXPECT_NEAR(model->loss(batch.src, batch.src_lengths, batch.dec_in, batch.dec_tgt, models::LossAverage::kStep)
+                  .loss.item<double>(),
+              expected, 1e-12);
+  const std::vector<double> weights = models::step_weights(batch.tokens_at_step, models::LossAverage::kStep);
+  EXPECT_NEAR(model->weighted_loss(batch, weights).loss.item<double>(), expected, 1e-12);
+  // The token average: every token weighs the same.
+  const double token_average = cross_entropy.masked_select(batch.dec_tgt.ne(0)).mean().item<double>();
+  EXPECT_NEAR(model->loss(batch).loss.item<double>(), token_average, 1e-12);
+  EXPECT_NEAR(model->weighted_loss(batch, models::step_weights(batch.tokens_at_step, models::LossAverage::kToken))
+                  .loss.item<double>(),
+              token_average, 1e-12);
+}
+
 // Two batches accumulated make one update with the mean of their gradients.
 TEST(AccumulationTest, OneUpdateWithTheMeanGradient) {
   torch::manual_seed(3);

@@ -41,23 +41,6 @@ torch::Tensor clip_gradient_norm(const std::vector<torch::Tensor>& parameters, d
   return clip.norm;
 }
 
-torch::Tensor step_weights(const std::vector<const data::EncodedPair*>& rows, models::LossAverage average) {
-  std::vector<double> count;
-  for (const data::EncodedPair* row : rows) {
-    const std::size_t length = row->target.size() + 1;  // + <eos>
-    if (count.size() < length) count.resize(length, 0.0);
-    for (std::size_t t = 0; t < length; ++t) count[t] += 1;
-  }
-  double tokens = 0;
-  for (const double c : count) tokens += c;
-  std::vector<double> weights(count.size());
-  for (std::size_t t = 0; t < count.size(); ++t) {
-    weights[t] = average == models::LossAverage::kToken ? 1.0 / tokens
-                                                        : 1.0 / (count[t] * static_cast<double>(count.size()));
-  }
-  return torch::tensor(weights, torch::kFloat64);
-}
-
 TrainStep::TrainStep(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const TrainStepOptions& options,
                      const torch::Device& device, DataParallel* parallel)
     : model_(model),
@@ -137,7 +120,8 @@ TrainStep::Result TrainStep::run_shard(const std::vector<const data::EncodedPair
     const data::Batch batch = data::make_batch(mine).to(device_);
     const models::LossOutput loss = [&] {
       const models::PrecisionGuard precision(device_, options_.precision);
-      return model_.weighted_loss(batch, step_weights(rows, options_.average), options_.label_smoothing);
+      return model_.weighted_loss(batch, models::step_weights(data::target_tokens_at_each_step(rows), options_.average),
+                                  options_.label_smoothing);
     }();
     local = loss.loss.detach().to(torch::kFloat64);
     // A non-finite shard still takes part in the all-reduce; the summed loss carries it to every rank.

@@ -18,6 +18,7 @@ struct Batch {
   torch::Tensor target_rows;  ///< [target_tokens] int64: flat indices b * T + t of dec_tgt's non-padding entries
   std::vector<std::size_t> lines;  ///< corpus line of each row
   std::int64_t target_tokens = 0;  ///< non-padding entries of dec_tgt
+  std::vector<std::int64_t> tokens_at_step;  ///< [T]: non-padding entries of each column of dec_tgt
 
   Batch to(const torch::Device& device) const;
 };
@@ -34,6 +35,10 @@ struct BatchingOptions {
 };
 
 Batch make_batch(const std::vector<const EncodedPair*>& rows);
+
+/// How many of `rows` have a target token (target + <eos>) at each decoder step: [T], T the longest
+/// target + 1 (dec_tgt's non-padding entries of each column, were the rows one batch).
+std::vector<std::int64_t> target_tokens_at_each_step(const std::vector<const EncodedPair*>& rows);
 
 /// The rows of each batch: `pairs` split into groups (the last may be smaller), deterministic for a
 /// given seed. The pointers point into `pairs`.

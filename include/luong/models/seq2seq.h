@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <vector>
 
 #include "luong/data_pipeline/batching.h"
 #include "luong/models/decoder_interface.h"
@@ -60,6 +61,12 @@ struct LossOptions {
   double label_smoothing;
 };
 
+/// Each decoder step's weight under `average`, given the real target tokens at each step
+/// (tokens_at_step [T]): 1 / all tokens (kToken), 1 / (tokens at the step x T) (kStep). Cross-entropy
+/// times its step's weight, summed over the tokens, is the average. A data-parallel rank weighs its
+/// rows with the whole global batch's counts.
+std::vector<double> step_weights(const std::vector<int64_t>& tokens_at_step, LossAverage average);
+
 struct LossOutput {
   torch::Tensor loss;       ///< scalar: cross-entropy averaged over non-padding target tokens
   torch::Tensor sum;        ///< scalar: summed cross-entropy
@@ -78,16 +85,17 @@ class Seq2SeqImpl : public torch::nn::Module {
   Seq2SeqOutput forward(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in);
 
   /// Cross-entropy over the non-padding entries of dec_tgt [B, T]; the vocabulary projection runs
-  /// only on those positions.
+  /// only on those positions. (Reads the entries' positions back from dec_tgt's device.)
   LossOutput loss(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
                   const torch::Tensor& dec_tgt, const LossOptions& options = {});
-  /// loss() of a batch, whose precomputed target rows spare the device a host round trip.
+  /// loss() of a batch, whose target rows and counts, made on the host, spare the device a round trip.
   LossOutput loss(const data::Batch& batch, const LossOptions& options = {});
 
   /// As loss(), but `loss` is the sum over non-padding entries of dec_tgt [B, T] of cross-entropy
-  /// times step_weights[t] (step_weights [T'] with T' >= T, float64 on the CPU). Lets a data-parallel
-  /// rank normalise its rows by the counts of the whole global batch.
-  LossOutput weighted_loss(const data::Batch& batch, const torch::Tensor& step_weights, double label_smoothing = 0);
+  /// times step_weights[t] (step_weights [T'] with T' >= T: the function step_weights() of the whole
+  /// global batch, where a data-parallel rank holds a share of it).
+  LossOutput weighted_loss(const data::Batch& batch, const std::vector<double>& step_weights,
+                           double label_smoothing = 0);
 
   /// loss()'s `loss` and `sum` computed over every position of dec_tgt, padding weighted zero: its
   /// shapes are the tensors' shapes alone (no index of the real tokens, nothing read back), so that
@@ -114,7 +122,9 @@ class Seq2SeqImpl : public torch::nn::Module {
   /// rows: the flat indices of dec_tgt's non-padding entries.
   TokenLosses token_losses(const torch::Tensor& src, const torch::Tensor& src_lengths, const torch::Tensor& dec_in,
                            const torch::Tensor& dec_tgt, const torch::Tensor& rows, double label_smoothing);
-  LossOutput average_loss(const TokenLosses& losses, int64_t steps, LossAverage average) const;
+  /// tokens_at_step: [T], the real tokens at each of dec_tgt's steps.
+  LossOutput average_loss(const TokenLosses& losses, const std::vector<int64_t>& tokens_at_step,
+                          LossAverage average) const;
 };
 TORCH_MODULE(Seq2Seq);
 

@@ -89,8 +89,4 @@ class TrainStep {
   std::unique_ptr<CudaGraphSteps> graphs_;
 };
 
-/// Per-step weights that turn summed cross-entropy into `average` over `rows` (the whole global
-/// batch), so that every rank's share is normalised by the whole batch's counts.
-torch::Tensor step_weights(const std::vector<const data::EncodedPair*>& rows, models::LossAverage average);
-
 }  // namespace luong::training
