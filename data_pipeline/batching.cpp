@@ -10,11 +10,17 @@
 namespace luong::data {
 
 Batch Batch::to(const torch::Device& device) const {
+  // To a GPU from pinned memory, without waiting: a copy from pageable memory makes the host wait
+  // for the device to finish the previous step's work, once a tensor. (LibTorch's pinned-memory
+  // allocator keeps each buffer until its copy is done.)
+  const auto moved_to = [&](const torch::Tensor& t) {
+    return device.is_cuda() && t.is_cpu() ? t.pin_memory().to(device, /*non_blocking=*/true) : t.to(device);
+  };
   Batch moved = *this;
-  moved.src = src.to(device);
-  moved.dec_in = dec_in.to(device);
-  moved.dec_tgt = dec_tgt.to(device);
-  moved.target_rows = target_rows.to(device);
+  moved.src = moved_to(src);
+  moved.dec_in = moved_to(dec_in);
+  moved.dec_tgt = moved_to(dec_tgt);
+  moved.target_rows = moved_to(target_rows);
   return moved;
 }
 

@@ -20,7 +20,7 @@ struct Batch {
   std::int64_t target_tokens = 0;  ///< non-padding entries of dec_tgt
   std::vector<std::int64_t> tokens_at_step;  ///< [T]: non-padding entries of each column of dec_tgt
 
-  Batch to(const torch::Device& device) const;
+  Batch to(const torch::Device& device) const;  ///< src_lengths stays on the CPU; to a GPU, no waiting
 };
 
 struct BatchingOptions {
