@@ -24,6 +24,12 @@ Batch Batch::to(const torch::Device& device) const {
   return moved;
 }
 
+std::int64_t target_tokens(const std::vector<const EncodedPair*>& rows) {
+  std::int64_t tokens = 0;
+  for (const EncodedPair* row : rows) tokens += static_cast<std::int64_t>(row->target.size()) + 1;
+  return tokens;
+}
+
 std::vector<std::int64_t> target_tokens_at_each_step(const std::vector<const EncodedPair*>& rows) {
   std::vector<std::int64_t> tokens;
   for (const EncodedPair* row : rows) {
@@ -61,9 +67,9 @@ Batch make_batch(const std::vector<const EncodedPair*>& rows) {
       dec_tgt[b][static_cast<std::int64_t>(t)] = row.target[t];
     }
     dec_tgt[b][static_cast<std::int64_t>(row.target.size())] = Vocabulary::kEos;
-    out.target_tokens += static_cast<std::int64_t>(row.target.size()) + 1;
     out.lines.push_back(row.line);
   }
+  out.target_tokens = target_tokens(rows);
   out.tokens_at_step = target_tokens_at_each_step(rows);
   out.tokens_at_step.resize(static_cast<std::size_t>(target_length), 0);  // (an empty batch's one step)
   out.target_rows = torch::empty({out.target_tokens}, torch::kLong);

@@ -31,6 +31,8 @@ TEST(BatchingTest, CountsTheTargetTokensAtEachStep) {
   EXPECT_EQ(make_batch({&p[0], &p[1], &p[2]}).tokens_at_step, (std::vector<std::int64_t>{3, 3, 2, 1}));
   EXPECT_EQ(make_batch({&p[2], &p[0]}).tokens_at_step, (std::vector<std::int64_t>{2, 2, 1}));
   EXPECT_EQ(target_tokens_at_each_step({&p[1]}), (std::vector<std::int64_t>{1, 1, 1, 1}));
+  EXPECT_EQ(target_tokens({&p[0], &p[1], &p[2]}), 3 + 3 + 2 + 1);
+  EXPECT_EQ(target_tokens({}), 0);
   EXPECT_TRUE(target_tokens_at_each_step({}).empty());
   EXPECT_EQ(make_batch({}).tokens_at_step, (std::vector<std::int64_t>{0}));  // dec_tgt's one empty step
 }

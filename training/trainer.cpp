@@ -124,12 +124,6 @@ class LossMeter {
   torch::Tensor pending_;
 };
 
-std::int64_t target_tokens(const std::vector<const data::EncodedPair*>& rows) {
-  std::int64_t tokens = 0;
-  for (const data::EncodedPair* row : rows) tokens += static_cast<std::int64_t>(row->target.size()) + 1;
-  return tokens;
-}
-
 std::string describe_lines(const std::vector<const data::EncodedPair*>& rows) {
   std::ostringstream out;
   for (std::size_t k = 0; k < rows.size() && k < 8; ++k) out << (k ? "," : "") << rows[k]->line;
@@ -319,7 +313,7 @@ void report_profile(Session& s, StepProfiler& profiler) {
 EpochOutcome run_epoch(Session& s, std::int64_t epoch, TrainStep& step) {
   const auto plan = epoch_plan(s, epoch);
   std::int64_t epoch_tokens = 0;
-  for (const auto& rows : plan) epoch_tokens += target_tokens(rows);
+  for (const auto& rows : plan) epoch_tokens += data::target_tokens(rows);
   const bool token_average = s.config.loss_average == models::LossAverage::kToken;
   Progress progress("epoch " + std::to_string(epoch) + "/" + std::to_string(s.config.epochs), epoch_tokens, "tok",
                     s.is_main() ? stderr : nullptr);
@@ -332,7 +326,7 @@ EpochOutcome run_epoch(Session& s, std::int64_t epoch, TrainStep& step) {
   StepProfiler profiler(first_batch + warm_up, (s.profiled || !s.is_main()) ? 0 : s.config.profile_steps,
                         s.paths.profile);
   for (std::size_t i = static_cast<std::size_t>(first_batch); i < plan.size(); ++i) {
-    const std::int64_t batch_tokens = target_tokens(plan[i]);
+    const std::int64_t batch_tokens = data::target_tokens(plan[i]);
     profiler.before_step(static_cast<std::int64_t>(i));
     set_learning_rate(*s.optimizer, learning_rate(s.config, epoch, s.state));
     const TrainStep::Result result = step.run(plan[i], g_interrupted.load(), i + 1 == plan.size());

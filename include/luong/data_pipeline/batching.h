@@ -36,6 +36,10 @@ struct BatchingOptions {
 
 Batch make_batch(const std::vector<const EncodedPair*>& rows);
 
+/// The target tokens of `rows`, each row's target + <eos> (dec_tgt's non-padding entries, were the
+/// rows one batch).
+std::int64_t target_tokens(const std::vector<const EncodedPair*>& rows);
+
 /// How many of `rows` have a target token (target + <eos>) at each decoder step: [T], T the longest
 /// target + 1 (dec_tgt's non-padding entries of each column, were the rows one batch).
 std::vector<std::int64_t> target_tokens_at_each_step(const std::vector<const EncodedPair*>& rows);
