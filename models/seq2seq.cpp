@@ -107,19 +107,23 @@ torch::Tensor token_weights(const torch::Tensor& rows, int64_t steps, const std:
   return weights;
 }
 
+// Each token's loss times its step's weight, summed; with the plain sum and the token count.
+LossOutput weighted_sum(const torch::Tensor& per_token, const torch::Tensor& rows, int64_t steps,
+                        const std::vector<double>& step_weights) {
+  return {(per_token * token_weights(rows, steps, step_weights, per_token.options())).sum(), per_token.sum(),
+          rows.size(0)};
+}
+
 }  // namespace
 
 LossOutput Seq2SeqImpl::average_loss(const TokenLosses& losses, const std::vector<int64_t>& tokens_at_step,
                                      LossAverage average) const {
-  const torch::Tensor& per_token = losses.per_token;
-  const torch::Tensor sum = per_token.sum();
-  const int64_t tokens = losses.rows.size(0);
   if (average == LossAverage::kStep) {
-    const auto steps = static_cast<int64_t>(tokens_at_step.size());
-    const torch::Tensor weights =
-        token_weights(losses.rows, steps, step_weights(tokens_at_step, average), per_token.options());
-    return {(per_token * weights).sum(), sum, tokens};
+    return weighted_sum(losses.per_token, losses.rows, static_cast<int64_t>(tokens_at_step.size()),
+                        step_weights(tokens_at_step, average));
   }
+  const torch::Tensor sum = losses.per_token.sum();
+  const int64_t tokens = losses.rows.size(0);
   return {sum / static_cast<double>(std::max<int64_t>(tokens, 1)), sum, tokens};
 }
 
@@ -165,8 +169,7 @@ LossOutput Seq2SeqImpl::weighted_loss(const data::Batch& batch, const std::vecto
                                       double label_smoothing) {
   const auto [per_token, rows] =
       token_losses(batch.src, batch.src_lengths, batch.dec_in, batch.dec_tgt, batch.target_rows, label_smoothing);
-  const torch::Tensor weights = token_weights(rows, batch.dec_tgt.size(1), step_weights, per_token.options());
-  return {(per_token * weights).sum(), per_token.sum(), rows.size(0)};
+  return weighted_sum(per_token, rows, batch.dec_tgt.size(1), step_weights);
 }
 
 }  // namespace luong::models
