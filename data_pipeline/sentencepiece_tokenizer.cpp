@@ -42,21 +42,9 @@ const Shim& shim() {
     failure = "not available in AddressSanitizer builds (its RTLD_DEEPBIND isolation is incompatible with ASan)";
     return;
 #endif
-    void* handle = nullptr;
-    std::string tried;
-    for (const std::string& path : module_candidates(kShimName, "LUONG_SENTENCEPIECE_SHIM", LUONG_SHIM_INSTALL_DIR)) {
-      if (!fs::exists(path)) {
-        tried += " " + path;
-        continue;
-      }
-      handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-      if (handle != nullptr) break;
-      tried += " " + path + " (" + ::dlerror() + ")";
-    }
-    if (handle == nullptr) {
-      failure = std::string("cannot load ") + kShimName + "; tried" + tried;
-      return;
-    }
+    void* handle = open_module(kShimName, "LUONG_SENTENCEPIECE_SHIM", LUONG_SHIM_INSTALL_DIR,
+                               RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND, failure);
+    if (handle == nullptr) return;
     const auto resolve = [&](auto& fn, const char* name) {
       fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(handle, name));
       if (fn == nullptr && failure.empty()) failure = std::string(kShimName) + " lacks " + name;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "luong/util/cuda_libraries.h"
 #include "luong/util/error.h"
 #include "luong/util/threads.h"
 
@@ -22,6 +23,11 @@ torch::Device parse_device(const std::string& text) {
     throw Error("--device: unknown device '" + printable(text) + "' (expected cpu, cuda or cuda:N)");
   }
   if (device->is_cuda()) {
+    try {
+      load_cuda_libraries();
+    } catch (const Error& e) {
+      throw Error("--device " + printable(text) + ": " + e.what());
+    }
     const auto count = static_cast<int>(torch::cuda::device_count());
     if (count == 0) throw Error("--device " + printable(text) + ": no CUDA device is visible");
     if (device->has_index() && device->index() >= count) {

@@ -6,7 +6,7 @@
 # Logs go to $OUT (the device tool brings them back); the last lines are a summary.
 #
 #   scripts/gpu-check.sh             on the GPU machine (needs .debs/ and the corpus in .gpu-data/)
-#   scripts/gpu-check.sh --prebuilt  the same with the binaries built here (build/luong, its two
+#   scripts/gpu-check.sh --prebuilt  the same with the binaries built here (build/luong, its three
 #                                    modules, build/tests/luong_tests and luong_crash_helper, carried
 #                                    over), run against that machine's torch through .venv links:
 #                                    saves the build's two minutes of device time; the machine's own
@@ -92,7 +92,7 @@ if ((prebuilt)); then
     ln -sfn "$torch_dir" "$site/torch"
     ln -sfn "$(dirname "$torch_dir")/nvidia" "$site/nvidia"
   fi
-  for binary in build/luong build/libluong_commands.so build/tests/luong_tests build/tests/luong_crash_helper; do
+  for binary in build/luong build/libluong_commands.so build/libluong_cuda.so build/tests/luong_tests build/tests/luong_crash_helper; do
     [[ -x $binary ]] || { say "--prebuilt: $binary was not carried"; exit 2; }
   done
   build=build

@@ -1,6 +1,5 @@
 #include <dlfcn.h>
 
-#include <filesystem>
 #include <mutex>
 #include <string>
 
@@ -22,17 +21,7 @@ void* module_symbol(const char* symbol) {
   static std::string failure;
   static std::once_flag once;
   std::call_once(once, [] {
-    std::string tried;
-    for (const auto& path : module_candidates(kModuleName, "LUONG_COMMANDS_MODULE", LUONG_MODULE_INSTALL_DIR)) {
-      if (!std::filesystem::exists(path)) {
-        tried += " " + path;
-        continue;
-      }
-      handle = ::dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
-      if (handle != nullptr) return;
-      tried += " " + path + " (" + ::dlerror() + ")";
-    }
-    failure = std::string("cannot load ") + kModuleName + "; tried" + tried;
+    handle = open_module(kModuleName, "LUONG_COMMANDS_MODULE", LUONG_MODULE_INSTALL_DIR, RTLD_LAZY | RTLD_LOCAL, failure);
   });
   if (handle == nullptr) throw Error(failure);
   void* fn = ::dlsym(handle, symbol);

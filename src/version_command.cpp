@@ -1,6 +1,7 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -11,6 +12,8 @@
 
 #include "luong/cli/commands.h"
 #include "luong/models/matrix_products.h"
+#include "luong/util/cuda_libraries.h"
+#include "luong/util/error.h"
 #include "luong/util/threads.h"
 
 namespace luong::cli {
@@ -55,11 +58,22 @@ std::string panel_kernels() {
 
 int version_command(int, char**) {
   configure_threads(0);  // what every command does without --threads
-  const int devices = static_cast<int>(torch::cuda::device_count());
   std::printf("LibTorch %s\n", TORCH_VERSION);
-  std::printf("CUDA: %s; %d device%s visible", at::globalContext().hasCUDART() ? "compiled in" : "not compiled in",
-              devices, devices == 1 ? "" : "s");
-  if (devices > 0) std::printf(", cuDNN %ld", at::globalContext().versionCuDNN());
+  std::string cuda_failure;
+  try {
+    load_cuda_libraries();  // what every command with --device cuda does
+  } catch (const Error& e) {
+    cuda_failure = e.what();
+  }
+  if (cuda_failure.empty()) {
+    const int devices = static_cast<int>(torch::cuda::device_count());
+    const long runtime = at::detail::getCUDAHooks().versionCUDART();
+    std::printf("CUDA: runtime %ld.%ld (luong's CUDA module loaded); %d device%s visible", runtime / 1000,
+                runtime % 1000 / 10, devices, devices == 1 ? "" : "s");
+    if (devices > 0) std::printf(", cuDNN %ld", at::globalContext().versionCuDNN());
+  } else {
+    std::printf("CUDA: not available (%s)", cuda_failure.c_str());
+  }
   std::printf("\nCPU: LibTorch's kernels use %s (processor: %s)\n", at::get_cpu_capability().c_str(),
               processor_features().c_str());
   std::printf("threads: %d intra-op (of %d cores this process may use), %d inter-op; %s\n", at::get_num_threads(),

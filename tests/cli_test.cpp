@@ -28,7 +28,8 @@ struct CommandResult {
 };
 
 // environment: "NAME=value ..." for this command alone.
-CommandResult run(const std::string& args, const std::string& stdin_text = "", const std::string& environment = "") {
+CommandResult run(const std::string& args, const std::string& stdin_text = "", const std::string& environment = "",
+                  const std::string& binary = LUONG_BINARY) {
   const fs::path dir = fs::temp_directory_path() / "luong_cli_test";
   fs::create_directories(dir);
   // One input file per call: ctest runs several of these tests at once.
@@ -36,7 +37,7 @@ CommandResult run(const std::string& args, const std::string& stdin_text = "", c
   const std::string input = (dir / ("stdin." + std::to_string(::getpid()) + "." + std::to_string(calls++))).string();
   std::ofstream(input, std::ios::binary) << stdin_text;
   const std::string command =
-      (environment.empty() ? "" : "env " + environment + " ") + LUONG_BINARY + " " + args + " <" + input + " 2>&1";
+      (environment.empty() ? "" : "env " + environment + " ") + binary + " " + args + " <" + input + " 2>&1";
   CommandResult r;
   FILE* pipe = ::popen(command.c_str(), "r");
   char buffer[4096];
@@ -116,6 +117,74 @@ TEST(CliTest, UnwritableStandardOutputFailsTheCommand) {
     EXPECT_NE(out.find(args == "--help" ? "gradcheck" : "threads:"), std::string::npos) << out;
   }
 }
+
+// LibTorch's CUDA libraries load with luong's CUDA module, for the commands that ask for a GPU only
+// (util/cuda_libraries.h). The dynamic linker's log (LD_DEBUG=files) names every library it
+// initialises: a CPU command's never names them, `--version`'s and a `--device cuda` command's do.
+// There, with no GPU, the command stops at the device, and says so: had anything looked LibTorch's
+// CUDA hooks up before the module loaded, it would say that instead.
+TEST(CliTest, OnlyCommandsForAGpuLoadTheCudaLibraries) {
+  const auto initialised = [](const std::string& log, const std::string& library) {
+    std::istringstream lines(log);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find("calling init: ") != std::string::npos && line.find(library) != std::string::npos) return true;
+    }
+    return false;
+  };
+  const std::string dir = temp_run("cuda_libraries");
+  const CommandResult train = run("train " + kSmall + "--epochs 1 --out " + dir, "", "LD_DEBUG=files");
+  ASSERT_EQ(train.status, 0) << train.out.substr(train.out.size() - std::min<std::size_t>(train.out.size(), 2000));
+  ASSERT_TRUE(initialised(train.out, "libtorch_cpu.so")) << "no dynamic linker's log";
+  EXPECT_FALSE(initialised(train.out, "libtorch_cuda.so"));
+  EXPECT_FALSE(initialised(train.out, "libluong_cuda.so"));
+  const CommandResult translate = run("translate --model " + dir, "one two\n", "LD_DEBUG=files");
+  ASSERT_EQ(translate.status, 0);
+  EXPECT_FALSE(initialised(translate.out, "libtorch_cuda.so"));
+
+  const CommandResult version = run("--version", "", "LD_DEBUG=files");
+  ASSERT_EQ(version.status, 0);
+#ifdef LUONG_WITH_CUDA_MODULE
+  EXPECT_TRUE(initialised(version.out, "libluong_cuda.so"));
+  EXPECT_TRUE(initialised(version.out, "libtorch_cuda.so"));
+  EXPECT_NE(version.out.find("\nCUDA: runtime "), std::string::npos) << version.out.substr(version.out.rfind("luong "));
+  if (torch::cuda::is_available()) return;  // the CUDA tests train on the GPU
+  for (const std::string& command : {"train " + kSmall + "--epochs 1 --out " + dir + "_gpu", "translate --model " + dir}) {
+    const CommandResult gpu = run(command + " --device cuda", "one two\n", "LD_DEBUG=files");
+    EXPECT_EQ(gpu.status, 2) << command;
+    EXPECT_TRUE(initialised(gpu.out, "libtorch_cuda.so")) << command;
+    EXPECT_NE(gpu.out.find("--device cuda: no CUDA device is visible\n"), std::string::npos)
+        << command << "\n" << gpu.out.substr(gpu.out.rfind("\n", gpu.out.size() - 2));
+  }
+#else
+  EXPECT_NE(version.out.find("\nCUDA: not available (this build of luong has no CUDA"), std::string::npos);
+#endif
+}
+
+#ifdef LUONG_WITH_CUDA_MODULE
+// A CUDA module that cannot load (not where it is looked for, or not a library) leaves the CPU
+// commands alone and stops a GPU command with one line naming every place it looked.
+TEST(CliTest, ACudaModuleThatCannotLoadStopsOnlyGpuCommands) {
+  const std::string dir = temp_run("no_cuda_module");
+  fs::create_directories(dir);
+  fs::copy_file(LUONG_BINARY, dir + "/luong");  // with neither module beside it
+  std::ofstream(dir + "/not_a_library.so") << "not ELF\n";
+  const std::string environment = "LUONG_COMMANDS_MODULE=" + (fs::path(LUONG_BINARY).parent_path() /
+                                                              "libluong_commands.so").string() +
+                                  " LUONG_CUDA_MODULE=" + dir + "/not_a_library.so";
+  const auto luong = [&](const std::string& args) { return run(args, "", environment, dir + "/luong"); };
+  const std::string cannot_load = "cannot load libluong_cuda.so; tried " + dir + "/not_a_library.so (";
+  const CommandResult version = luong("--version");
+  EXPECT_EQ(version.status, 0) << version.out;
+  EXPECT_NE(version.out.find("\nCUDA: not available (" + cannot_load), std::string::npos) << version.out;
+  const CommandResult cpu = luong("train " + kSmall + "--epochs 1 --out " + dir + "/cpu");
+  EXPECT_EQ(cpu.status, 0) << cpu.out;
+  const CommandResult gpu = luong("train " + kSmall + "--epochs 1 --device cuda --out " + dir + "/gpu");
+  EXPECT_EQ(gpu.status, 2) << gpu.out;
+  EXPECT_EQ(gpu.out.rfind("luong train: --device cuda: " + cannot_load, 0), 0u) << gpu.out;
+  EXPECT_EQ(std::count(gpu.out.begin(), gpu.out.end(), '\n'), 1) << gpu.out;
+  EXPECT_NE(gpu.out.find(" " + dir + "/libluong_cuda.so "), std::string::npos) << gpu.out;  // beside the executable
+}
+#endif
 
 // `luong version` says which kernels multiply the fused kernels' float32 matrices, and a bad
 // LUONG_PANEL_PRODUCTS (or LUONG_STEP_TEAMS) ends a command before it starts: one line and exit 2.

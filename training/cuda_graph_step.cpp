@@ -1,4 +1,9 @@
-#include "luong/training/cuda_graph_step.h"
+// CUDA graphs of whole training steps, in luong's CUDA module (cuda_module.h).
+#include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
+#include <ATen/ops/_foreach_zero.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 
 #include <array>
 #include <atomic>
@@ -6,52 +11,15 @@
 #include <map>
 
 #include "luong/data_pipeline/batching.h"
+#include "luong/training/cuda_module.h"
 #include "luong/training/train_step.h"
 #include "luong/util/error.h"
-
-#ifdef LUONG_WITH_CUDA
-#include <ATen/cuda/CUDAEvent.h>
-#include <ATen/cuda/CUDAGraph.h>
-#include <ATen/ops/_foreach_zero.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 namespace luong::training {
 
 namespace {
 
 std::atomic<std::int64_t> g_eager{0}, g_captured{0}, g_replayed{0};
-
-}  // namespace
-
-CudaGraphCounts cuda_graph_counts() { return {g_eager.load(), g_captured.load(), g_replayed.load()}; }
-
-std::string CudaGraphSteps::unavailable(const torch::Device& device, const torch::optim::Optimizer& optimizer) {
-#ifndef LUONG_WITH_CUDA
-  (void)device;
-  (void)optimizer;
-  return "this build of luong has no CUDA";
-#else
-  if (!device.is_cuda()) return "the device is not a GPU";
-  if (dynamic_cast<const FusedAdam*>(&optimizer) == nullptr) return "they need Adam";
-  if (at::globalContext().deterministicAlgorithms()) return "deterministic algorithms read values back from the GPU";
-  return {};
-#endif
-}
-
-#ifndef LUONG_WITH_CUDA
-
-struct CudaGraphSteps::State {};
-CudaGraphSteps::CudaGraphSteps(models::Seq2SeqImpl&, FusedAdam&, const CudaGraphStepOptions&, const torch::Device&) {
-  throw Error("CUDA graphs: this build of luong has no CUDA");
-}
-CudaGraphSteps::~CudaGraphSteps() = default;
-torch::Tensor CudaGraphSteps::run(const std::vector<const data::EncodedPair*>&) { return {}; }
-
-#else
-
-namespace {
 
 // Steps run eagerly before the first capture: cuBLAS, cuDNN and the autograd engine initialise
 // themselves lazily, and neither a handle's creation nor its first synchronisation may be captured.
@@ -75,11 +43,10 @@ PaddedBatch pad_batch(const std::vector<const data::EncodedPair*>& rows, std::in
           {batch.src.size(0), source, target}};
 }
 
-}  // namespace
-
-struct CudaGraphSteps::State {
-  State(models::Seq2SeqImpl& model_, FusedAdam& optimizer_, const CudaGraphStepOptions& options_,
-        const torch::Device& device_)
+// The steps themselves, on the stream `stream`.
+struct GraphSteps {
+  GraphSteps(models::Seq2SeqImpl& model_, FusedAdam& optimizer_, const CudaGraphStepOptions& options_,
+             const torch::Device& device_)
       : model(model_),
         optimizer(optimizer_),
         options(options_),
@@ -236,28 +203,42 @@ struct CudaGraphSteps::State {
   static std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 };
 
-CudaGraphSteps::CudaGraphSteps(models::Seq2SeqImpl& model, FusedAdam& optimizer, const CudaGraphStepOptions& options,
-                               const torch::Device& device)
-    : state_(std::make_unique<State>(model, optimizer, options, device)) {}
+// The steps on their own stream, which waits for the caller's before each step, and the caller's
+// for it after.
+class StreamedGraphSteps final : public CudaGraphSteps {
+ public:
+  StreamedGraphSteps(models::Seq2SeqImpl& model, FusedAdam& optimizer, const CudaGraphStepOptions& options,
+                     const torch::Device& device)
+      : steps_(model, optimizer, options, device) {}
 
-CudaGraphSteps::~CudaGraphSteps() = default;
-
-torch::Tensor CudaGraphSteps::run(const std::vector<const data::EncodedPair*>& rows) {
-  const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(state_->device.index());
-  at::cuda::CUDAEvent ready;
-  ready.record(caller);
-  ready.block(state_->stream);
-  torch::Tensor loss;
-  {
-    const c10::cuda::CUDAStreamGuard guard(state_->stream);
-    loss = state_->run(rows);
+  torch::Tensor run(const std::vector<const data::EncodedPair*>& rows) override {
+    const c10::cuda::CUDAStream caller = c10::cuda::getCurrentCUDAStream(steps_.device.index());
+    at::cuda::CUDAEvent ready;
+    ready.record(caller);
+    ready.block(steps_.stream);
+    torch::Tensor loss;
+    {
+      const c10::cuda::CUDAStreamGuard guard(steps_.stream);
+      loss = steps_.run(rows);
+    }
+    at::cuda::CUDAEvent done;
+    done.record(steps_.stream);
+    done.block(caller);
+    return loss;
   }
-  at::cuda::CUDAEvent done;
-  done.record(state_->stream);
-  done.block(caller);
-  return loss;
+
+ private:
+  GraphSteps steps_;
+};
+
+}  // namespace
+
+std::unique_ptr<CudaGraphSteps> make_cuda_graph_steps(models::Seq2SeqImpl& model, FusedAdam& optimizer,
+                                                      const CudaGraphStepOptions& options,
+                                                      const torch::Device& device) {
+  return std::make_unique<StreamedGraphSteps>(model, optimizer, options, device);
 }
 
-#endif
+CudaGraphCounts count_cuda_graph_steps() { return {g_eager.load(), g_captured.load(), g_replayed.load()}; }
 
 }  // namespace luong::training

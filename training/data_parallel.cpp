@@ -8,9 +8,6 @@
 #endif
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
-#ifdef LUONG_WITH_NCCL
-#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
-#endif
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -20,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "luong/training/cuda_module.h"
 #include "luong/util/error.h"
 
 namespace luong::training {
@@ -196,14 +194,7 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
                       (options_.dist_backend == DistBackend::kAuto && device_.is_cuda());
     if (nccl && !device_.is_cuda()) throw Error("--dist-backend nccl needs --device cuda");
     if (nccl) {
-#ifdef LUONG_WITH_NCCL
-      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-      nccl_options->timeout = timeout;
-      backend_->group =
-          c10::make_intrusive<c10d::ProcessGroupNCCL>(group_store, options_.rank, options_.world_size, nccl_options);
-#else
-      throw Error("--device " + device_.str() + " with --world-size > 1 needs a CUDA build with NCCL");
-#endif
+      backend_->group = cuda_module().nccl_group(group_store, options_.rank, options_.world_size, timeout);
     } else {
 #ifdef LUONG_WITHOUT_GLOO
       throw Error("this build has no Gloo (its headers were missing at build time): --world-size > 1 needs it on the CPU");

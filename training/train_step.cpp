@@ -58,7 +58,7 @@ TrainStep::TrainStep(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimi
     std::fprintf(stderr, "luong: CUDA graphs off: %s\n", why_not.c_str());
     return;
   }
-  graphs_ = std::make_unique<CudaGraphSteps>(
+  graphs_ = CudaGraphSteps::create(
       model, *fused_adam_,
       CudaGraphStepOptions{options.average, options.label_smoothing, options.clip, options.precision,
                            options.cuda_graph_padding},

@@ -1,5 +1,7 @@
 #include "luong/util/module_path.h"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -19,6 +21,21 @@ std::vector<std::string> module_candidates(const std::string& file_name, const c
   }
   out.push_back(install_dir + "/" + file_name);
   return out;
+}
+
+void* open_module(const std::string& file_name, const char* env_var, const std::string& install_dir, int flags,
+                  std::string& failure) {
+  std::string tried;
+  for (const std::string& path : module_candidates(file_name, env_var, install_dir)) {
+    if (!std::filesystem::exists(path)) {
+      tried += " " + path;
+      continue;
+    }
+    if (void* handle = ::dlopen(path.c_str(), flags)) return handle;
+    tried += " " + path + " (" + ::dlerror() + ")";
+  }
+  failure = "cannot load " + file_name + "; tried" + tried;
+  return nullptr;
 }
 
 }  // namespace luong

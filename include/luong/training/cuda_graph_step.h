@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "luong/data_pipeline/dataset.h"
@@ -41,24 +42,23 @@ CudaGraphCounts cuda_graph_counts();
 
 class CudaGraphSteps {
  public:
-  /// Why graphs cannot run this training, or empty where they can: a LibTorch without CUDA, a
-  /// device that is not a GPU, an optimizer other than FusedAdam, deterministic algorithms (the
-  /// deterministic embedding backward reads back from the device).
+  /// Why graphs cannot run this training, or empty where they can: a device that is not a GPU, an
+  /// optimizer other than FusedAdam, deterministic algorithms (the deterministic embedding backward
+  /// reads back from the device).
   static std::string unavailable(const torch::Device& device, const torch::optim::Optimizer& optimizer);
 
-  CudaGraphSteps(models::Seq2SeqImpl& model, FusedAdam& optimizer, const CudaGraphStepOptions& options,
-                 const torch::Device& device);
-  ~CudaGraphSteps();
+  /// The CUDA module's graphs (cuda_module.h), the module loaded first where it is not yet.
+  static std::unique_ptr<CudaGraphSteps> create(models::Seq2SeqImpl& model, FusedAdam& optimizer,
+                                                const CudaGraphStepOptions& options, const torch::Device& device);
+
+  CudaGraphSteps() = default;
+  virtual ~CudaGraphSteps() = default;
   CudaGraphSteps(const CudaGraphSteps&) = delete;
   CudaGraphSteps& operator=(const CudaGraphSteps&) = delete;
 
   /// One whole step (forward, backward, clipping, Adam) over `rows`; returns the loss as averaged,
   /// a float64 scalar on the device that later steps leave alone. Nothing waits for the device.
-  torch::Tensor run(const std::vector<const data::EncodedPair*>& rows);
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
+  virtual torch::Tensor run(const std::vector<const data::EncodedPair*>& rows) = 0;
 };
 
 }  // namespace luong::training

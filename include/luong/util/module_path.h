@@ -10,4 +10,9 @@ namespace luong {
 std::vector<std::string> module_candidates(const std::string& file_name, const char* env_var,
                                            const std::string& install_dir);
 
+/// dlopen()s the first of module_candidates() that exists, with `flags`. Returns the handle, or null
+/// with `failure` set to "cannot load <file_name>; tried <each path, and why where it exists>".
+void* open_module(const std::string& file_name, const char* env_var, const std::string& install_dir, int flags,
+                  std::string& failure);
+
 }  // namespace luong
