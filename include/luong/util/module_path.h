@@ -1,5 +1,5 @@
 #pragma once
-// Finding luong's own dlopen()ed modules (the sentencepiece shim, the LibTorch commands).
+// Finding luong's own dlopen()ed modules (the sentencepiece shim, the LibTorch commands, the CUDA module).
 #include <string>
 #include <vector>
 
