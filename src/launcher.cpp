@@ -21,7 +21,8 @@ void* module_symbol(const char* symbol) {
   static std::string failure;
   static std::once_flag once;
   std::call_once(once, [] {
-    handle = open_module(kModuleName, "LUONG_COMMANDS_MODULE", LUONG_MODULE_INSTALL_DIR, RTLD_LAZY | RTLD_LOCAL, failure);
+    handle =
+        open_module(kModuleName, "LUONG_COMMANDS_MODULE", LUONG_MODULE_INSTALL_DIR, RTLD_LAZY | RTLD_LOCAL, failure);
   });
   if (handle == nullptr) throw Error(failure);
   void* fn = ::dlsym(handle, symbol);

@@ -17,7 +17,9 @@ void register_cuda_module(const CudaModule& module) { g_module.store(&module); }
 const CudaModule& cuda_module() {
   load_cuda_libraries();
   const CudaModule* module = g_module.load();
-  if (module == nullptr) throw Error("LibTorch's CUDA libraries are loaded, but luong's CUDA module registered nothing");
+  if (module == nullptr) {
+    throw Error("LibTorch's CUDA libraries are loaded, but luong's CUDA module registered nothing");
+  }
   return *module;
 }
 

@@ -35,9 +35,8 @@ std::string load() {
 #else
   make_own_symbols_global();
   std::string failure;
-  if (open_module(kCudaModule, "LUONG_CUDA_MODULE", LUONG_MODULE_INSTALL_DIR, RTLD_NOW | RTLD_GLOBAL, failure) == nullptr) {
-    return failure;
-  }
+  const int flags = RTLD_NOW | RTLD_GLOBAL;
+  if (open_module(kCudaModule, "LUONG_CUDA_MODULE", LUONG_MODULE_INSTALL_DIR, flags, failure) == nullptr) return failure;
   if (!at::detail::getCUDAHooks().isBuilt()) {
     return std::string("LibTorch's CUDA hooks were looked up before ") + kCudaModule +
            " loaded, so this process cannot use CUDA (a bug in luong: please report it)";
