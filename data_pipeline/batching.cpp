@@ -69,10 +69,9 @@ Batch make_batch(const std::vector<const EncodedPair*>& rows) {
     dec_tgt[b][static_cast<std::int64_t>(row.target.size())] = Vocabulary::kEos;
     out.lines.push_back(row.line);
   }
-  out.target_tokens = target_tokens(rows);
   out.tokens_at_step = target_tokens_at_each_step(rows);
   out.tokens_at_step.resize(static_cast<std::size_t>(target_length), 0);  // (an empty batch's one step)
-  out.target_rows = torch::empty({out.target_tokens}, torch::kLong);
+  out.target_rows = torch::empty({target_tokens(rows)}, torch::kLong);
   std::int64_t* rows_out = out.target_rows.data_ptr<std::int64_t>();
   for (std::int64_t b = 0; b < batch; ++b) {
     const auto length = static_cast<std::int64_t>(rows[static_cast<std::size_t>(b)]->target.size()) + 1;

@@ -90,7 +90,7 @@ torch::Tensor token_weights(const torch::Tensor& rows, int64_t steps, const std:
                             const torch::TensorOptions& options) {
   TORCH_CHECK(static_cast<int64_t>(step_weights.size()) >= steps, "step weights must cover every decoder step");
   if (!rows.is_cpu()) {
-    torch::Tensor host = torch::tensor(std::vector<double>(step_weights.begin(), step_weights.begin() + steps),
+    torch::Tensor host = torch::tensor(c10::ArrayRef<double>(step_weights.data(), static_cast<std::size_t>(steps)),
                                        torch::kFloat64);
     if (rows.is_cuda()) host = host.pin_memory();
     return host.to(rows.device(), options.dtype().toScalarType(), /*non_blocking=*/true)

@@ -22,7 +22,7 @@ TEST(BatchingTest, ShapesPaddingAndSpecialTokens) {
   EXPECT_TRUE(batch.dec_in[1].equal(torch::tensor({1, 7, 8, 9}, torch::kLong)));
   EXPECT_TRUE(batch.dec_tgt[1].equal(torch::tensor({7, 8, 9, 2}, torch::kLong)));
   EXPECT_TRUE(batch.dec_tgt[0].equal(torch::tensor({7, 2, 0, 0}, torch::kLong)));
-  EXPECT_EQ(batch.target_tokens, 2 + 4 + 3);
+  EXPECT_TRUE(batch.target_rows.equal(torch::tensor({0, 1, 4, 5, 6, 7, 8, 9, 10}, torch::kLong)));
   EXPECT_EQ(batch.lines, (std::vector<std::size_t>{1, 2, 3}));
 }
 

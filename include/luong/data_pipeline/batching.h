@@ -15,9 +15,8 @@ struct Batch {
   torch::Tensor dec_in;       ///< [B, T] int64: <sos> + target
   torch::Tensor dec_tgt;      ///< [B, T] int64: target + <eos>
   torch::Tensor src_lengths;  ///< [B] int64, on the CPU (pack_padded_sequence wants it there)
-  torch::Tensor target_rows;  ///< [target_tokens] int64: flat indices b * T + t of dec_tgt's non-padding entries
+  torch::Tensor target_rows;  ///< [target_tokens(rows)] int64: flat indices b * T + t of dec_tgt's non-padding entries
   std::vector<std::size_t> lines;  ///< corpus line of each row
-  std::int64_t target_tokens = 0;  ///< non-padding entries of dec_tgt
   std::vector<std::int64_t> tokens_at_step;  ///< [T]: non-padding entries of each column of dec_tgt
 
   Batch to(const torch::Device& device) const;  ///< src_lengths stays on the CPU; to a GPU, no waiting
