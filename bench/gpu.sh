@@ -4,7 +4,7 @@
 # 512, and at hidden 512 / embedding 512 with batch 256 in float32 and in bf16 (luong --precision bf16,
 # the reference under torch.autocast), luong's with CUDA graphs (its default) and, where it says
 # "eager", without; then greedy and beam-5 decoding sentences/s. Each training figure is the last epoch's (the first pays for cuDNN's and the
-# allocator's warm-up).
+# allocator's warm-up). After the batch-512 pair, the profile of a few of its steps (--profile-steps).
 #
 #   bench/gpu.sh [luong binary] [device=cuda]
 set -uo pipefail
@@ -60,6 +60,11 @@ train_pair "notebook-batch32" 2 "${notebook[@]}" --batch 32 --train-size 3000
 eager_run "notebook-batch32-eager" 2 "${notebook[@]}" --batch 32 --train-size 3000
 train_pair "notebook-batch512" 3 "${notebook[@]}" --batch 512 --train-size 10000
 eager_run "notebook-batch512-eager" 3 "${notebook[@]}" --batch 512 --train-size 10000
+# Where a batch-512 notebook step goes (the 1,000,000 tok/s target): the host's operations, then the
+# GPU's kernels and its busy time against the step's.
+luong_train --epochs 1 "${notebook[@]}" --batch 512 --train-size 10000 --profile-steps 6 --out "$work/profile512" \
+  >"$work/profile512.log" 2>&1
+grep -E "^profile|^ +[0-9.]+%" "$work/profile512.log" | head -45
 train_pair "hidden512-embed512-batch256" 2 --hidden 512 --embed 512 --batch 256 --train-size 10000
 luong_only=(--precision bf16) python_only=(--bf16)
 train_pair "hidden512-embed512-batch256-bf16" 2 --hidden 512 --embed 512 --batch 256 --train-size 10000

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -317,6 +318,30 @@ TEST(CudaGraphTest, TrainingWithGraphsEndsWhereEagerTrainingEnds) {
   ASSERT_EQ(a.size(), 2u);
   ASSERT_EQ(b.size(), 2u);
   for (std::size_t e = 0; e < a.size(); ++e) EXPECT_NEAR(b[e], a[e], 1e-2 * a[e]) << "epoch " << e + 1;
+}
+
+// --profile-steps on a GPU (CUDA graphs on, as by default): the window waits for the device at both
+// ends, and CUPTI's records give the GPU's table after the host's: kernels in every step, replays'
+// included, and the GPU busy for no longer than the step.
+TEST(CudaProfileTest, ProfileStepsGivesTheGpusKernels) {
+  LUONG_REQUIRE_CUDA();
+  const std::string dir = scratch("profile");
+  ASSERT_EQ(run("train --data builtin:numbers --train-size 512 --dev-size 64 --test-size 64 --hidden 32 --embed 16 "
+                "--batch 32 --threads 2 --epochs 1 --device cuda --profile-steps 4 --out " + dir,
+                dir + ".log"),
+            0)
+      << test::read_file(dir + ".log");
+  const std::string log = test::read_file(dir + ".log");
+  const std::size_t gpu = log.find("profile: the GPU: ");
+  ASSERT_NE(gpu, std::string::npos) << log;
+  double launches = 0, busy = 0, step = 0;
+  ASSERT_EQ(std::sscanf(log.c_str() + gpu, "profile: the GPU: %lf kernels and copies a step, busy %lf ms of the step's %lf",
+                        &launches, &busy, &step),
+            3)
+      << log;
+  EXPECT_GT(launches, 10) << log;
+  EXPECT_GT(busy, 0) << log;
+  EXPECT_LE(busy, 1.05 * step) << log;
 }
 
 // NCCL with a single rank: the all-reduce is the identity and the scalars come back unchanged.

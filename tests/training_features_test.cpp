@@ -2,6 +2,7 @@
 // averaged weights a run writes and translate reads back.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "luong/models/seq2seq.h"
 #include "luong/run/run_directory.h"
 #include "luong/training/schedule.h"
+#include "luong/training/step_profile.h"
 #include "luong/training/train_step.h"
 #include "luong/util/atomic_file.h"
 #include "luong/util/json.h"
@@ -286,6 +288,53 @@ TEST(TrainingFeaturesTest, MaxTimeStopsBetweenEpochs) {
   const Json state = Json::parse(test::read_file(dir + "/checkpoint/state.json"));
   EXPECT_GE(state["epoch"].get<int>(), 1);
   EXPECT_LT(state["epoch"].get<int>(), 1000);
+}
+
+// --profile-steps on a GPU: after the host's table, the GPU's busy time against the step's and its
+// longest kernels, 12 rows at most, long (template) names cut; a window in which CUPTI recorded
+// nothing says so. (CudaProfileTest runs the whole thing on a GPU.)
+std::string printed(const training::StepProfile& profile) {
+  char* text = nullptr;
+  std::size_t size = 0;
+  std::FILE* out = open_memstream(&text, &size);
+  training::print_step_profile(profile, out);
+  std::fclose(out);
+  std::string result(text, size);
+  std::free(text);
+  return result;
+}
+
+TEST(StepProfileTest, OnAGpuItPrintsTheBusyTimeAndTheLongestKernels) {
+  training::StepProfile profile;
+  profile.steps = 4;
+  profile.milliseconds_per_step = 5.0;
+  profile.operations = {{"luong::FusedAdam::fused_step", 4, 0.2}, {"aten::copy_", 8, 0.01}};
+  EXPECT_EQ(printed(profile).find("the GPU"), std::string::npos) << "the CPU's profile has one table";
+  profile.gpu = true;
+  EXPECT_NE(printed(profile).find("profile: the GPU: no kernel or copy was recorded"), std::string::npos);
+  for (int k = 0; k < 14; ++k) {
+    profile.gpu_work.push_back({"kernel_" + std::to_string(k), 8, 0.2 - 0.01 * k});
+  }
+  profile.gpu_work[0].name = "void at::native::elementwise_kernel<128, 4>" + std::string(200, 'x');
+  profile.gpu_work.push_back({"tiny", 4, 0.001});
+  profile.gpu_busy_milliseconds_per_step = 2.5;
+  const std::string text = printed(profile);
+  EXPECT_NE(text.find("profile: the GPU: 29.0 kernels and copies a step, busy 2.50 ms of the step's 5.00 (50%); "
+                      "the longest:\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("    4.0%      0.20 ms       8 calls  void at::native::elementwise_kernel<128, 4>xxx"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(std::string(60, 'x') + "...\n"), std::string::npos) << "the name cut at 110 characters";
+  EXPECT_EQ(text.find(std::string(110, 'x')), std::string::npos);
+  EXPECT_NE(text.find("  kernel_11\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("  kernel_12\n"), std::string::npos) << "12 rows at most";
+  // The rest: kernels 12 and 13 (0.08 + 0.07 ms) and "tiny" (0.001 ms).
+  EXPECT_NE(text.find("    3.0%      0.15 ms  (3 more)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("    0.2%      0.01 ms  (1 operations under 0.5% each)\n"), std::string::npos)
+      << "the host's table keeps its wording\n"
+      << text;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "luong/training/step_profile.h"
 
+#include <kineto/ActivityType.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
+#include <torch/cuda.h>
 
 #include <stdlib.h>
 
@@ -21,14 +23,14 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-profiler::ProfilerConfig cpu_profiler_config() {
+profiler::ProfilerConfig profiler_config() {
   return profiler::ProfilerConfig(profiler::ProfilerState::KINETO, /*report_input_shapes=*/false,
                                   /*profile_memory=*/false, /*with_stack=*/false, /*with_flops=*/false);
 }
 
-const std::set<torch::profiler::impl::ActivityType>& cpu_activities() {
-  static const std::set<torch::profiler::impl::ActivityType> activities{torch::profiler::impl::ActivityType::CPU};
-  return activities;
+std::set<torch::profiler::impl::ActivityType> activities(bool gpu) {
+  using torch::profiler::impl::ActivityType;
+  return gpu ? std::set<ActivityType>{ActivityType::CPU, ActivityType::CUDA} : std::set<ActivityType>{ActivityType::CPU};
 }
 
 // The autograd engine names a backward node "autograd::engine::evaluate_function: <node>", and a
@@ -46,6 +48,31 @@ std::string readable(std::string name) {
   return "backward: " + name;
 }
 
+// Operations summed by name, longest first.
+class OperationTotals {
+ public:
+  explicit OperationTotals(std::int64_t steps) : steps_(steps) {}
+  void add(const std::string& name, std::uint64_t duration_ns) {
+    ProfiledOperation& op = by_name_[name];
+    ++op.calls;
+    op.milliseconds_per_step += static_cast<double>(duration_ns) / 1e6 / static_cast<double>(steps_);
+  }
+  std::vector<ProfiledOperation> longest_first() {
+    std::vector<ProfiledOperation> out;
+    for (auto& [name, op] : by_name_) {
+      op.name = name;
+      out.push_back(std::move(op));
+    }
+    std::sort(out.begin(), out.end(),
+              [](const auto& a, const auto& b) { return a.milliseconds_per_step > b.milliseconds_per_step; });
+    return out;
+  }
+
+ private:
+  std::int64_t steps_;
+  std::map<std::string, ProfiledOperation> by_name_;
+};
+
 // The operations of the training thread (this one) that no other operation of it encloses, summed
 // by name.
 std::vector<ProfiledOperation> top_level_operations(const std::vector<profiler::KinetoEvent>& events,
@@ -57,29 +84,48 @@ std::vector<ProfiledOperation> top_level_operations(const std::vector<profiler::
   std::sort(mine.begin(), mine.end(), [](const auto* a, const auto* b) {
     return a->startNs() != b->startNs() ? a->startNs() < b->startNs() : a->durationNs() > b->durationNs();
   });
-  std::map<std::string, ProfiledOperation> by_name;
+  OperationTotals totals(steps);
   std::uint64_t enclosing_end = 0;
   for (const auto* e : mine) {
     if (e->startNs() < enclosing_end) continue;
     enclosing_end = e->endNs();
-    ProfiledOperation& op = by_name[readable(e->name())];
-    ++op.calls;
-    op.milliseconds_per_step += static_cast<double>(e->durationNs()) / 1e6 / static_cast<double>(steps);
+    totals.add(readable(e->name()), e->durationNs());
   }
-  std::vector<ProfiledOperation> out;
-  for (auto& [name, op] : by_name) {
-    op.name = name;
-    out.push_back(std::move(op));
+  return totals.longest_first();
+}
+
+// The GPU's kernels, copies and fills (CUPTI's records; not the annotations it mirrors from the
+// host), summed by name, and the time during which any of them ran.
+void add_gpu_work(const std::vector<profiler::KinetoEvent>& events, StepProfile& profile) {
+  const auto is_gpu_work = [](const profiler::KinetoEvent& e) {
+    using libkineto::ActivityType;
+    const auto type = static_cast<ActivityType>(e.activityType());
+    return type == ActivityType::CONCURRENT_KERNEL || type == ActivityType::GPU_MEMCPY ||
+           type == ActivityType::GPU_MEMSET;
+  };
+  OperationTotals totals(profile.steps);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> intervals;
+  for (const auto& e : events) {
+    if (!is_gpu_work(e)) continue;
+    totals.add(e.name(), e.durationNs());
+    intervals.emplace_back(e.startNs(), e.endNs());
   }
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a.milliseconds_per_step > b.milliseconds_per_step; });
-  return out;
+  std::sort(intervals.begin(), intervals.end());
+  std::uint64_t busy_ns = 0, covered_to = 0;
+  for (const auto& [start, end] : intervals) {
+    const std::uint64_t from = std::max(start, covered_to);
+    if (end > from) busy_ns += end - from;
+    covered_to = std::max(covered_to, end);
+  }
+  profile.gpu_work = totals.longest_first();
+  profile.gpu_busy_milliseconds_per_step = static_cast<double>(busy_ns) / 1e6 / static_cast<double>(profile.steps);
 }
 
 }  // namespace
 
-StepProfiler::StepProfiler(std::int64_t first, std::int64_t count, std::string trace_path)
-    : first_(first), count_(count), trace_path_(std::move(trace_path)) {}
+StepProfiler::StepProfiler(std::int64_t first, std::int64_t count, std::string trace_path,
+                           std::optional<std::int64_t> gpu)
+    : first_(first), count_(count), trace_path_(std::move(trace_path)), gpu_(gpu) {}
 
 StepProfiler::~StepProfiler() {
   if (!running_) return;
@@ -94,8 +140,10 @@ void StepProfiler::before_step(std::int64_t index) {
   if (index == first_ && count_ > 0 && !running_ && profile_.steps == 0) {
     // Kineto logs an error line when a CUDA build of LibTorch finds no GPU; the user's level wins.
     ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
-    profiler::prepareProfiler(cpu_profiler_config(), cpu_activities());
-    profiler::enableProfiler(cpu_profiler_config(), cpu_activities());
+    const bool gpu = gpu_.has_value();
+    profiler::prepareProfiler(profiler_config(), activities(gpu));
+    if (gpu) torch::cuda::synchronize(*gpu_);  // the window starts with nothing of earlier steps queued
+    profiler::enableProfiler(profiler_config(), activities(gpu));
     running_ = true;
     started_ = now_seconds();
   }
@@ -103,11 +151,14 @@ void StepProfiler::before_step(std::int64_t index) {
 }
 
 void StepProfiler::stop() {
+  if (gpu_) torch::cuda::synchronize(*gpu_);  // the window's steps done on the device too
   const double seconds = now_seconds() - started_;
   std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
   running_ = false;
   profile_.milliseconds_per_step = 1000.0 * seconds / static_cast<double>(profile_.steps);
   profile_.operations = top_level_operations(result->events(), at::RecordFunction::currentThreadId(), profile_.steps);
+  profile_.gpu = gpu_.has_value();
+  if (profile_.gpu) add_gpu_work(result->events(), profile_);
   const std::string temporary = temporary_path_for(trace_path_);
   result->save(temporary);
   commit_file(temporary, trace_path_);
@@ -118,25 +169,53 @@ StepProfile StepProfiler::finish() {
   return profile_;
 }
 
-void print_step_profile(const StepProfile& profile, std::FILE* out) {
-  std::fprintf(out, "profile: %lld steps, %.1f ms a step (LibTorch's profiler on); the training thread's operations:\n",
-               static_cast<long long>(profile.steps), profile.milliseconds_per_step);
+namespace {
+
+// Rows of 0.5% of the step or more (`most` of them at most), their names cut at `width`, then one
+// row for the rest.
+void print_rows(const std::vector<ProfiledOperation>& operations, double step_ms, std::size_t most, std::size_t width,
+                std::FILE* out) {
   double rest = 0;
   std::int64_t rest_count = 0;
-  for (const auto& op : profile.operations) {
-    const double share = 100.0 * op.milliseconds_per_step / profile.milliseconds_per_step;
-    if (share < 0.5) {
+  std::size_t printed = 0;
+  bool cut = false;  // rows of 0.5% or more left out
+  for (const auto& op : operations) {
+    const double share = 100.0 * op.milliseconds_per_step / step_ms;
+    if (share < 0.5 || printed == most) {
+      cut = cut || share >= 0.5;
       rest += op.milliseconds_per_step;
       ++rest_count;
       continue;
     }
+    ++printed;
+    const std::string name = op.name.size() > width ? op.name.substr(0, width - 3) + "..." : op.name;
     std::fprintf(out, "  %5.1f%%  %8.2f ms  %6lld calls  %s\n", share, op.milliseconds_per_step,
-                 static_cast<long long>(op.calls), op.name.c_str());
+                 static_cast<long long>(op.calls), name.c_str());
   }
   if (rest_count > 0) {
-    std::fprintf(out, "  %5.1f%%  %8.2f ms  (%lld operations under 0.5%% each)\n",
-                 100.0 * rest / profile.milliseconds_per_step, rest, static_cast<long long>(rest_count));
+    std::fprintf(out, cut ? "  %5.1f%%  %8.2f ms  (%lld more)\n" : "  %5.1f%%  %8.2f ms  (%lld operations under 0.5%% each)\n",
+                 100.0 * rest / step_ms, rest, static_cast<long long>(rest_count));
   }
+}
+
+}  // namespace
+
+void print_step_profile(const StepProfile& profile, std::FILE* out) {
+  std::fprintf(out, "profile: %lld steps, %.1f ms a step (LibTorch's profiler on); the training thread's operations:\n",
+               static_cast<long long>(profile.steps), profile.milliseconds_per_step);
+  print_rows(profile.operations, profile.milliseconds_per_step, profile.operations.size(), 200, out);
+  if (!profile.gpu) return;
+  if (profile.gpu_work.empty()) {
+    std::fprintf(out, "profile: the GPU: no kernel or copy was recorded (the profiler's CUPTI saw none)\n");
+    return;
+  }
+  std::int64_t launches = 0;
+  for (const auto& op : profile.gpu_work) launches += op.calls;
+  std::fprintf(out, "profile: the GPU: %.1f kernels and copies a step, busy %.2f ms of the step's %.2f (%.0f%%); "
+               "the longest:\n",
+               static_cast<double>(launches) / static_cast<double>(profile.steps), profile.gpu_busy_milliseconds_per_step,
+               profile.milliseconds_per_step, 100.0 * profile.gpu_busy_milliseconds_per_step / profile.milliseconds_per_step);
+  print_rows(profile.gpu_work, profile.milliseconds_per_step, 12, 110, out);
 }
 
 }  // namespace luong::training

@@ -323,8 +323,9 @@ EpochOutcome run_epoch(Session& s, std::int64_t epoch, TrainStep& step) {
   bool interrupted_at_end = false;
   const std::int64_t first_batch = s.state.batches_done;
   const std::int64_t warm_up = std::min<std::int64_t>(10, (static_cast<std::int64_t>(plan.size()) - first_batch) / 2);
+  const torch::Device& device = s.runtime.device;
   StepProfiler profiler(first_batch + warm_up, (s.profiled || !s.is_main()) ? 0 : s.config.profile_steps,
-                        s.paths.profile);
+                        s.paths.profile, device.is_cuda() ? std::optional<std::int64_t>(device.index()) : std::nullopt);
   for (std::size_t i = static_cast<std::size_t>(first_batch); i < plan.size(); ++i) {
     const std::int64_t batch_tokens = data::target_tokens(plan[i]);
     profiler.before_step(static_cast<std::int64_t>(i));
