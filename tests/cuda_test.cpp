@@ -335,9 +335,8 @@ TEST(CudaProfileTest, ProfileStepsGivesTheGpusKernels) {
   const std::size_t gpu = log.find("profile: the GPU: ");
   ASSERT_NE(gpu, std::string::npos) << log;
   double launches = 0, busy = 0, step = 0;
-  ASSERT_EQ(std::sscanf(log.c_str() + gpu, "profile: the GPU: %lf kernels and copies a step, busy %lf ms of the step's %lf",
-                        &launches, &busy, &step),
-            3)
+  const char* format = "profile: the GPU: %lf kernels and copies a step, busy %lf ms of the step's %lf";
+  ASSERT_EQ(std::sscanf(log.c_str() + gpu, format, &launches, &busy, &step), 3)
       << log;
   EXPECT_GT(launches, 10) << log;
   EXPECT_GT(busy, 0) << log;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <vector>
@@ -290,9 +291,7 @@ TEST(TrainingFeaturesTest, MaxTimeStopsBetweenEpochs) {
   EXPECT_LT(state["epoch"].get<int>(), 1000);
 }
 
-// --profile-steps on a GPU: after the host's table, the GPU's busy time against the step's and its
-// longest kernels, 12 rows at most, long (template) names cut; a window in which CUPTI recorded
-// nothing says so. (CudaProfileTest runs the whole thing on a GPU.)
+// What print_step_profile writes.
 std::string printed(const training::StepProfile& profile) {
   char* text = nullptr;
   std::size_t size = 0;
@@ -304,6 +303,9 @@ std::string printed(const training::StepProfile& profile) {
   return result;
 }
 
+// --profile-steps on a GPU: after the host's table, the GPU's busy time against the step's and its
+// longest kernels, 12 rows at most, long (template) names cut; a window in which CUPTI recorded
+// nothing says so. (CudaProfileTest runs the whole thing on a GPU.)
 TEST(StepProfileTest, OnAGpuItPrintsTheBusyTimeAndTheLongestKernels) {
   training::StepProfile profile;
   profile.steps = 4;

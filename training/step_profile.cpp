@@ -30,7 +30,9 @@ profiler::ProfilerConfig profiler_config() {
 
 std::set<torch::profiler::impl::ActivityType> activities(bool gpu) {
   using torch::profiler::impl::ActivityType;
-  return gpu ? std::set<ActivityType>{ActivityType::CPU, ActivityType::CUDA} : std::set<ActivityType>{ActivityType::CPU};
+  std::set<ActivityType> out{ActivityType::CPU};
+  if (gpu) out.insert(ActivityType::CUDA);
+  return out;
 }
 
 // The autograd engine names a backward node "autograd::engine::evaluate_function: <node>", and a
@@ -193,8 +195,9 @@ void print_rows(const std::vector<ProfiledOperation>& operations, double step_ms
                  static_cast<long long>(op.calls), name.c_str());
   }
   if (rest_count > 0) {
-    std::fprintf(out, cut ? "  %5.1f%%  %8.2f ms  (%lld more)\n" : "  %5.1f%%  %8.2f ms  (%lld operations under 0.5%% each)\n",
-                 100.0 * rest / step_ms, rest, static_cast<long long>(rest_count));
+    const char* format =
+        cut ? "  %5.1f%%  %8.2f ms  (%lld more)\n" : "  %5.1f%%  %8.2f ms  (%lld operations under 0.5%% each)\n";
+    std::fprintf(out, format, 100.0 * rest / step_ms, rest, static_cast<long long>(rest_count));
   }
 }
 
@@ -211,10 +214,11 @@ void print_step_profile(const StepProfile& profile, std::FILE* out) {
   }
   std::int64_t launches = 0;
   for (const auto& op : profile.gpu_work) launches += op.calls;
+  const double step_ms = profile.milliseconds_per_step, busy_ms = profile.gpu_busy_milliseconds_per_step;
   std::fprintf(out, "profile: the GPU: %.1f kernels and copies a step, busy %.2f ms of the step's %.2f (%.0f%%); "
                "the longest:\n",
-               static_cast<double>(launches) / static_cast<double>(profile.steps), profile.gpu_busy_milliseconds_per_step,
-               profile.milliseconds_per_step, 100.0 * profile.gpu_busy_milliseconds_per_step / profile.milliseconds_per_step);
+               static_cast<double>(launches) / static_cast<double>(profile.steps), busy_ms, step_ms,
+               100.0 * busy_ms / step_ms);
   print_rows(profile.gpu_work, profile.milliseconds_per_step, 12, 110, out);
 }
 
