@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "luong/models/linear_cross_entropy.h"
+#include "luong/util/threads.h"
 #include "timing.h"
 
 namespace {
@@ -75,7 +76,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: luong_loss_rate [--threads T] [--luong-only] [N H V ...]\n");
     return 2;
   }
-  torch::set_num_threads(threads);
+  luong::configure_threads(threads);  // LibTorch's threads, BLAS's and the allocator, as luong's commands set them
   std::printf("%d threads\n", threads);
   for (std::size_t i = 0; i < dims.size(); i += 3) measure(dims[i], dims[i + 1], dims[i + 2], luong_only);
   return 0;

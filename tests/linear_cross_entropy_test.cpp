@@ -59,12 +59,11 @@ TEST_P(LinearCrossEntropyTest, MatchesAutogradInDouble) {
   }
 }
 
-// In float32 the logits' product runs in panels (the bias starting its sums; one panel product per
-// vocabulary slice): against the double reference and against the library's product.
-TEST_P(LinearCrossEntropyTest, Float32PanelsMatchTheLibraryAndDouble) {
-  if (panel_isa_here() == PanelIsa::kNone) GTEST_SKIP() << "this processor has no panel kernel";
+// In float32 the logits' product runs in panels, the bias starting its sums: linear_cross_entropy
+// [N, H] x [H, V] against the double reference and against the library's product (panels off), each
+// value within 1e-5 of the largest; returns the panel products that ran.
+int64_t check_float32_panels(int64_t N, int64_t H, int64_t V) {
   torch::manual_seed(10);
-  const int64_t N = 37, H = 64, V = 101;
   const torch::Tensor x0 = torch::randn({N, H}, torch::kDouble), w0 = torch::randn({V, H}, torch::kDouble) * 0.3;
   const torch::Tensor b0 = torch::randn({V}, torch::kDouble);
   const torch::Tensor targets = torch::randint(V, {N}, torch::kLong);
@@ -84,12 +83,75 @@ TEST_P(LinearCrossEntropyTest, Float32PanelsMatchTheLibraryAndDouble) {
   const int64_t ran = panel_products_run() - panels_before;
   set_panel_products_enabled(before);
   const std::vector<torch::Tensor> reference = run(torch::kDouble);
-  EXPECT_EQ(ran, std::min<int64_t>(GetParam(), V)) << "one panel product per vocabulary slice";
   for (std::size_t i = 0; i < panels.size(); ++i) {
     const double scale = std::max(reference[i].abs().max().item<double>(), 1.0);
     EXPECT_LE((panels[i] - reference[i]).abs().max().item<double>(), 1e-5 * scale) << i;
     EXPECT_LE((panels[i] - library[i]).abs().max().item<double>(), 1e-5 * scale) << i;
   }
+  return ran;
+}
+
+TEST_P(LinearCrossEntropyTest, Float32PanelsMatchTheLibraryAndDouble) {
+  if (panel_isa_here() == PanelIsa::kNone) GTEST_SKIP() << "this processor has no panel kernel";
+  EXPECT_EQ(check_float32_panels(37, 64, 101), std::min<int64_t>(GetParam(), 101)) << "one panel product a slice";
+}
+
+// Logits that outgrow the caches beside a narrow layer's weights are computed and exponentiated
+// block by block of rows (300 rows of 1,000-3,000 columns: 3 to 8 blocks a slice, the last ragged).
+TEST_P(LinearCrossEntropyTest, LogitsInRowBlocksMatchTheLibraryAndDouble) {
+  if (panel_isa_here() == PanelIsa::kNone) GTEST_SKIP() << "this processor has no panel kernel";
+  EXPECT_GE(check_float32_panels(300, 64, 3000), 3 * GetParam()) << "several row blocks a slice";
+}
+
+// A slice's logits of 32 MiB or more (4,400 rows of 2,000 columns: 35 MB) go to a buffer kept from
+// call to call: one still held by a graph not yet backwarded is never handed out, the losses and
+// gradients are LibTorch's (float32, within 1e-5 of the largest), and a later call reuses the
+// buffers and gives the same bits.
+TEST_P(LinearCrossEntropyTest, LargeLogitBuffersAreReusedOnceFree) {
+  const int64_t N = 4400, H = 8, V = 2000 * GetParam();
+  const auto inputs = [&](uint64_t seed) {
+    torch::manual_seed(seed);
+    return std::vector<torch::Tensor>{torch::randn({N, H}), torch::randn({V, H}) * 0.3, torch::randn({V}),
+                                      torch::randint(V, {N}, torch::kLong)};
+  };
+  const auto gradients = [](const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                            const torch::Tensor& losses) {
+    losses.sum().backward();
+    return std::vector<torch::Tensor>{losses.detach(), x.grad(), w.grad(), b.grad()};
+  };
+  const auto leaves = [](const std::vector<torch::Tensor>& in) {
+    return std::vector<torch::Tensor>{in[0].clone().requires_grad_(), in[1].clone().requires_grad_(),
+                                      in[2].clone().requires_grad_()};
+  };
+  const auto library = [&](const std::vector<torch::Tensor>& in) {
+    const std::vector<torch::Tensor> p = leaves(in);
+    const torch::Tensor losses = torch::nn::functional::cross_entropy(
+        torch::nn::functional::linear(p[0], p[1], p[2]), in[3],
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+    return gradients(p[0], p[1], p[2], losses);
+  };
+  const std::vector<torch::Tensor> a = inputs(21), b = inputs(22);
+  std::vector<torch::Tensor> fused_a, fused_b;
+  {  // Two graphs alive at once: the second call may not take the first one's buffers.
+    const std::vector<torch::Tensor> pa = leaves(a), pb = leaves(b);
+    const torch::Tensor losses_a = linear_cross_entropy(pa[0], pa[1], pa[2], a[3]);
+    const torch::Tensor losses_b = linear_cross_entropy(pb[0], pb[1], pb[2], b[3]);
+    fused_a = gradients(pa[0], pa[1], pa[2], losses_a);
+    fused_b = gradients(pb[0], pb[1], pb[2], losses_b);
+  }  // (a graph holds its logits until it goes)
+  const std::vector<torch::Tensor> expected_a = library(a), expected_b = library(b);
+  for (std::size_t i = 0; i < fused_a.size(); ++i) {
+    EXPECT_LE((fused_a[i] - expected_a[i]).abs().max().item<double>(),
+              1e-5 * std::max(expected_a[i].abs().max().item<double>(), 1.0)) << i;
+    EXPECT_LE((fused_b[i] - expected_b[i]).abs().max().item<double>(),
+              1e-5 * std::max(expected_b[i].abs().max().item<double>(), 1.0)) << i;
+  }
+  // Both graphs are gone: the same call again reuses a buffer for every slice.
+  const int64_t reused_before = linear_cross_entropy_logit_buffers_reused();
+  const std::vector<torch::Tensor> pc = leaves(a);
+  const std::vector<torch::Tensor> again = gradients(pc[0], pc[1], pc[2], linear_cross_entropy(pc[0], pc[1], pc[2], a[3]));
+  EXPECT_EQ(linear_cross_entropy_logit_buffers_reused() - reused_before, GetParam());
+  for (std::size_t i = 0; i < again.size(); ++i) EXPECT_TRUE(torch::equal(again[i], fused_a[i])) << i;
 }
 
 // The backward forms the gradient in the forward's buffers: a retained graph's second backward finds

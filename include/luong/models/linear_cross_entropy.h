@@ -6,7 +6,8 @@
 // leaves each slice's exponentials in its logits' buffer (nothing more without grad); the backward
 // forms the softmax gradient there, the bias's gradient in the same pass, and multiplies. Where the
 // backward pass runs with side threads (util/side_tasks.h) and the weight is a leaf, its gradient
-// is left to them: nothing later in the backward pass needs it.
+// is left to them: nothing later in the backward pass needs it. A slice's logits above 32 MiB (a
+// large vocabulary, or many tokens) go to a buffer kept from call to call, once nothing holds it.
 #include <torch/torch.h>
 
 namespace luong::models {
@@ -20,5 +21,9 @@ torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& 
 /// Backward passes, since the process started, that left the weight's gradient to side threads: a
 /// test reads this to see that the deferred path ran.
 int64_t linear_cross_entropy_deferred_gradients();
+
+/// Slices whose logits went to a buffer kept from an earlier call, since the process started (as
+/// above, for the tests).
+int64_t linear_cross_entropy_logit_buffers_reused();
 
 }  // namespace luong::models
