@@ -149,7 +149,8 @@ TEST_P(LinearCrossEntropyTest, LargeLogitBuffersAreReusedOnceFree) {
   // Both graphs are gone: the same call again reuses a buffer for every slice.
   const int64_t reused_before = linear_cross_entropy_logit_buffers_reused();
   const std::vector<torch::Tensor> pc = leaves(a);
-  const std::vector<torch::Tensor> again = gradients(pc[0], pc[1], pc[2], linear_cross_entropy(pc[0], pc[1], pc[2], a[3]));
+  const std::vector<torch::Tensor> again =
+      gradients(pc[0], pc[1], pc[2], linear_cross_entropy(pc[0], pc[1], pc[2], a[3]));
   EXPECT_EQ(linear_cross_entropy_logit_buffers_reused() - reused_before, GetParam());
   for (std::size_t i = 0; i < again.size(); ++i) EXPECT_TRUE(torch::equal(again[i], fused_a[i])) << i;
 }
