@@ -123,58 +123,8 @@ void add_gpu_work(const std::vector<profiler::KinetoEvent>& events, StepProfile&
   profile.gpu_busy_milliseconds_per_step = static_cast<double>(busy_ns) / 1e6 / static_cast<double>(profile.steps);
 }
 
-}  // namespace
-
-StepProfiler::StepProfiler(std::int64_t first, std::int64_t count, std::string trace_path,
-                           std::optional<std::int64_t> gpu)
-    : first_(first), count_(count), trace_path_(std::move(trace_path)), gpu_(gpu) {}
-
-StepProfiler::~StepProfiler() {
-  if (!running_) return;
-  try {
-    profiler::disableProfiler();  // an exception left the window early: nothing to report
-  } catch (...) {
-  }
-}
-
-void StepProfiler::before_step(std::int64_t index) {
-  if (running_ && index == first_ + count_) stop();
-  if (index == first_ && count_ > 0 && !running_ && profile_.steps == 0) {
-    // Kineto logs an error line when a CUDA build of LibTorch finds no GPU; the user's level wins.
-    ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
-    const bool gpu = gpu_.has_value();
-    profiler::prepareProfiler(profiler_config(), activities(gpu));
-    if (gpu) torch::cuda::synchronize(*gpu_);  // the window starts with nothing of earlier steps queued
-    profiler::enableProfiler(profiler_config(), activities(gpu));
-    running_ = true;
-    started_ = now_seconds();
-  }
-  if (running_) ++profile_.steps;
-}
-
-void StepProfiler::stop() {
-  if (gpu_) torch::cuda::synchronize(*gpu_);  // the window's steps done on the device too
-  const double seconds = now_seconds() - started_;
-  std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
-  running_ = false;
-  profile_.milliseconds_per_step = 1000.0 * seconds / static_cast<double>(profile_.steps);
-  profile_.operations = top_level_operations(result->events(), at::RecordFunction::currentThreadId(), profile_.steps);
-  profile_.gpu = gpu_.has_value();
-  if (profile_.gpu) add_gpu_work(result->events(), profile_);
-  const std::string temporary = temporary_path_for(trace_path_);
-  result->save(temporary);
-  commit_file(temporary, trace_path_);
-}
-
-StepProfile StepProfiler::finish() {
-  if (running_) stop();
-  return profile_;
-}
-
-namespace {
-
-// Rows of 0.5% of the step or more (`most` of them at most), their names cut at `width`, then one
-// row for the rest.
+// Rows of 0.5% of the step or more (`most` of them at most), their names cut at `width` (npos: no limit),
+// then one row for the rest.
 void print_rows(const std::vector<ProfiledOperation>& operations, double step_ms, std::size_t most, std::size_t width,
                 std::FILE* out) {
   double rest = 0;
@@ -203,10 +153,56 @@ void print_rows(const std::vector<ProfiledOperation>& operations, double step_ms
 
 }  // namespace
 
+StepProfiler::StepProfiler(std::int64_t first, std::int64_t count, std::string trace_path,
+                           std::optional<std::int64_t> gpu)
+    : first_(first), count_(count), trace_path_(std::move(trace_path)), gpu_(gpu) {}
+
+StepProfiler::~StepProfiler() {
+  if (!running_) return;
+  try {
+    profiler::disableProfiler();  // an exception left the window early: nothing to report
+  } catch (...) {
+  }
+}
+
+void StepProfiler::before_step(std::int64_t index) {
+  if (running_ && index == first_ + count_) stop();
+  if (index == first_ && count_ > 0 && !running_ && profile_.steps == 0) {
+    // Kineto logs an error line when a CUDA build of LibTorch finds no GPU; the user's level wins.
+    ::setenv("KINETO_LOG_LEVEL", "5", /*overwrite=*/0);
+    const auto recorded = activities(gpu_.has_value());
+    profiler::prepareProfiler(profiler_config(), recorded);
+    if (gpu_) torch::cuda::synchronize(*gpu_);  // the window starts with nothing of earlier steps queued
+    profiler::enableProfiler(profiler_config(), recorded);
+    running_ = true;
+    started_ = now_seconds();
+  }
+  if (running_) ++profile_.steps;
+}
+
+void StepProfiler::stop() {
+  if (gpu_) torch::cuda::synchronize(*gpu_);  // the window's steps done on the device too
+  const double seconds = now_seconds() - started_;
+  std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
+  running_ = false;
+  profile_.milliseconds_per_step = 1000.0 * seconds / static_cast<double>(profile_.steps);
+  profile_.operations = top_level_operations(result->events(), at::RecordFunction::currentThreadId(), profile_.steps);
+  profile_.gpu = gpu_.has_value();
+  if (profile_.gpu) add_gpu_work(result->events(), profile_);
+  const std::string temporary = temporary_path_for(trace_path_);
+  result->save(temporary);
+  commit_file(temporary, trace_path_);
+}
+
+StepProfile StepProfiler::finish() {
+  if (running_) stop();
+  return profile_;
+}
+
 void print_step_profile(const StepProfile& profile, std::FILE* out) {
   std::fprintf(out, "profile: %lld steps, %.1f ms a step (LibTorch's profiler on); the training thread's operations:\n",
                static_cast<long long>(profile.steps), profile.milliseconds_per_step);
-  print_rows(profile.operations, profile.milliseconds_per_step, profile.operations.size(), 200, out);
+  print_rows(profile.operations, profile.milliseconds_per_step, std::string::npos, std::string::npos, out);
   if (!profile.gpu) return;
   if (profile.gpu_work.empty()) {
     std::fprintf(out, "profile: the GPU: no kernel or copy was recorded (the profiler's CUPTI saw none)\n");
