@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <mutex>
 #include <vector>
 
 namespace luong::models {
@@ -15,45 +14,6 @@ namespace luong::models {
 namespace {
 
 std::atomic<int64_t> deferred_gradients{0};
-
-std::atomic<int64_t> logit_buffers_reused{0};
-
-// The logits of a slice of a large vocabulary, kept from call to call. glibc maps every block above
-// 32 MiB (its largest mmap threshold) afresh and unmaps it when freed, so a buffer that size would
-// fault its pages in and have them zeroed at every step, as the product first writes them. (With the
-// row blocks below: the forward of a batch-512 notebook step, [4350, 64] x [64, 9711], 84 MB a
-// slice, 89-91 ms before, 43-44 ms now.) A kept buffer is handed out again once nothing holds its
-// storage any more: the backward pass has let the logits go.
-class LogitBuffers {
- public:
-  torch::Tensor take(int64_t rows, int64_t cols, const torch::TensorOptions& options) {
-    const int64_t count = rows * cols;
-    const auto bytes = count * static_cast<int64_t>(options.dtype().itemsize());
-    if (bytes < kLargeBytes) return torch::empty({rows, cols}, options);
-    const std::lock_guard<std::mutex> lock(mutex_);
-    const auto free = [](const torch::Tensor& kept) { return kept.storage().use_count() == 1; };
-    for (const torch::Tensor& kept : kept_) {
-      if (free(kept) && kept.dtype() == options.dtype() && kept.numel() >= count) {
-        logit_buffers_reused.fetch_add(1, std::memory_order_relaxed);
-        return kept.narrow(0, 0, count).view({rows, cols});
-      }
-    }
-    // None free is large enough: the free ones that are too small go, and a new one is kept.
-    kept_.erase(std::remove_if(kept_.begin(), kept_.end(), free), kept_.end());
-    kept_.push_back(torch::empty({count}, options));
-    return kept_.back().view({rows, cols});
-  }
-
- private:
-  static constexpr int64_t kLargeBytes = int64_t{32} << 20;
-  std::mutex mutex_;
-  std::vector<torch::Tensor> kept_;
-};
-
-LogitBuffers& logit_buffers() {
-  static LogitBuffers* buffers = new LogitBuffers;  // never destroyed: tensors may outlive static destructors
-  return *buffers;
-}
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -153,7 +113,8 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
       const int64_t width = slice.end - slice.begin;
       const PanelOperand weight_t = products.panel_operand(weight.narrow(0, slice.begin, width).t());
       const torch::Tensor slice_bias = bias.narrow(0, slice.begin, width);
-      torch::Tensor logits = logit_buffers().take(N, width, x.options());
+      // (a slice of 32 MiB or more, at batch 512, reuses a block the allocator kept: large_block_cache.h)
+      torch::Tensor logits = torch::empty({N, width}, x.options());
       const std::vector<int64_t> target_columns = slice_target_columns(tgt, N, slice.begin, slice.end);
       if (smoothing > 0) logit_sums[s] = torch::empty({N}, x.options());  // for the smoothed term's mean logit
       maxima[s] = torch::empty({N}, logits.options());
@@ -302,7 +263,5 @@ torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& 
 }
 
 int64_t linear_cross_entropy_deferred_gradients() { return deferred_gradients.load(std::memory_order_relaxed); }
-
-int64_t linear_cross_entropy_logit_buffers_reused() { return logit_buffers_reused.load(std::memory_order_relaxed); }
 
 }  // namespace luong::models

@@ -4,6 +4,7 @@
 
 #include "luong/models/linear_cross_entropy.h"
 #include "luong/models/matrix_products.h"
+#include "luong/util/large_block_cache.h"
 
 namespace luong::models {
 namespace {
@@ -103,11 +104,12 @@ TEST_P(LinearCrossEntropyTest, LogitsInRowBlocksMatchTheLibraryAndDouble) {
   EXPECT_GE(check_float32_panels(300, 64, 3000), 3 * GetParam()) << "several row blocks a slice";
 }
 
-// A slice's logits of 32 MiB or more (4,400 rows of 2,000 columns: 35 MB) go to a buffer kept from
-// call to call: one still held by a graph not yet backwarded is never handed out, the losses and
-// gradients are LibTorch's (float32, within 1e-5 of the largest), and a later call reuses the
-// buffers and gives the same bits.
-TEST_P(LinearCrossEntropyTest, LargeLogitBuffersAreReusedOnceFree) {
+// A slice's logits of 32 MiB or more (4,400 rows of 2,000 columns: 35 MB) come from the blocks the
+// CPU allocator keeps (luong/util/large_block_cache.h), as in training: one still held by a graph
+// not yet backwarded is never handed out, the losses and gradients are LibTorch's (float32, within
+// 1e-5 of the largest), and a later call reuses a kept block for every slice and gives the same bits.
+TEST_P(LinearCrossEntropyTest, LargeLogitsReuseTheAllocatorsKeptBlocksOnceFree) {
+  const LargeBlockCache& cache = install_large_block_cache();
   const int64_t N = 4400, H = 8, V = 2000 * GetParam();
   const auto inputs = [&](uint64_t seed) {
     torch::manual_seed(seed);
@@ -147,11 +149,13 @@ TEST_P(LinearCrossEntropyTest, LargeLogitBuffersAreReusedOnceFree) {
               1e-5 * std::max(expected_b[i].abs().max().item<double>(), 1.0)) << i;
   }
   // Both graphs are gone: the same call again reuses a buffer for every slice.
-  const int64_t reused_before = linear_cross_entropy_logit_buffers_reused();
+  const LargeBlockCacheStats before = cache.stats();
   const std::vector<torch::Tensor> pc = leaves(a);
   const std::vector<torch::Tensor> again =
       gradients(pc[0], pc[1], pc[2], linear_cross_entropy(pc[0], pc[1], pc[2], a[3]));
-  EXPECT_EQ(linear_cross_entropy_logit_buffers_reused() - reused_before, GetParam());
+  const LargeBlockCacheStats after = cache.stats();
+  EXPECT_EQ(after.reused - before.reused, GetParam());
+  EXPECT_EQ(after.allocated - before.allocated, 0);
   for (std::size_t i = 0; i < again.size(); ++i) EXPECT_TRUE(torch::equal(again[i], fused_a[i])) << i;
 }
 

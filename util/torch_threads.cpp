@@ -1,5 +1,6 @@
 #include <torch/torch.h>
 
+#include "luong/util/large_block_cache.h"
 #include "luong/util/threads.h"
 
 namespace luong {
@@ -8,6 +9,7 @@ int configure_threads(int threads) {
   const int count = threads > 0 ? threads : available_cores();
   set_blas_threads_to_one();
   configure_allocator();
+  install_large_block_cache();
   torch::set_num_threads(count);
   static bool interop_set = false;
   if (!interop_set) {

@@ -22,8 +22,4 @@ torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& 
 /// test reads this to see that the deferred path ran.
 int64_t linear_cross_entropy_deferred_gradients();
 
-/// Slices whose logits went to a buffer kept from an earlier call, since the process started (as
-/// above, for the tests).
-int64_t linear_cross_entropy_logit_buffers_reused();
-
 }  // namespace luong::models
