@@ -4,7 +4,6 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <c10/util/Exception.h>
 
-#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -39,7 +38,8 @@ LargeBlockCache::LargeBlockCache(c10::Allocator* small, std::size_t large_bytes,
   Registry& blocks = registry();
   const std::lock_guard<std::mutex> lock(blocks.mutex);
   if (blocks.small_raw_deleter == nullptr) blocks.small_raw_deleter = small_raw;
-  TORCH_CHECK(blocks.small_raw_deleter == small_raw, "LargeBlockCache: every cache needs the same small blocks' allocator");
+  TORCH_CHECK(blocks.small_raw_deleter == small_raw,
+              "LargeBlockCache: every cache needs the same small blocks' allocator");
 }
 
 LargeBlockCache::~LargeBlockCache() {

@@ -23,8 +23,9 @@ struct LargeBlockCacheStats {
 /// pages in and has them zeroed at every training step: the batch-512 notebook step's loss logits,
 /// a large vocabulary's weight gradient. A request takes the smallest kept block that holds it and
 /// is no more than twice its size. At most `kept_limit` bytes stay kept, the longest-kept block
-/// going first (a block larger than that goes back at once); a failed allocation gives every kept block back and tries once more. Thread-safe.
-/// The raw interface (raw_allocate / raw_deallocate) works for blocks of either size.
+/// going first (a block larger than that goes back at once); a failed allocation gives every kept
+/// block back and tries once more. Thread-safe. The raw interface (raw_allocate / raw_deallocate),
+/// which LibTorch's CUDA graphs use, works for blocks of either size.
 class LargeBlockCache final : public c10::Allocator {
  public:
   LargeBlockCache(c10::Allocator* small, std::size_t large_bytes, std::size_t kept_limit);
