@@ -118,6 +118,31 @@ TEST(LargeBlockCacheTest, AFailedAllocationGivesTheKeptBlocksBackAndThrows) {
   EXPECT_EQ(cache.stats().released, 1);
 }
 
+// A small allocator that has run out of memory, and has no raw interface.
+struct ExhaustedAllocator final : c10::Allocator {
+  c10::DataPtr allocate(std::size_t bytes) override {
+    ++calls;
+    TORCH_CHECK(false, "ExhaustedAllocator: no memory for ", bytes, " bytes");
+    return {};
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+  int calls = 0;
+};
+
+TEST(LargeBlockCacheTest, ASmallAllocationThatFailsGivesTheKeptBlocksBackAndTriesOnceMore) {
+  ExhaustedAllocator exhausted;
+  LargeBlockCache cache(&exhausted, kMiB, 64 * kMiB);
+  EXPECT_EQ(cache.raw_deleter(), nullptr);  // as its small blocks' allocator
+  written(cache, 2 * kMiB).clear();
+  EXPECT_EQ(cache.stats().kept_bytes, 2 * kMiB);
+  EXPECT_THROW(cache.allocate(1000), c10::Error);
+  EXPECT_EQ(exhausted.calls, 2);
+  EXPECT_EQ(cache.stats().kept_bytes, 0u);
+  EXPECT_EQ(cache.stats().released, 1);
+}
+
 // What every command gets: configure_threads installs the cache (blocks from 32 MiB) as LibTorch's
 // CPU allocator, and a freed large tensor's block serves the next one.
 TEST(LargeBlockCacheTest, ConfigureThreadsInstallsItAsLibTorchsCpuAllocator) {

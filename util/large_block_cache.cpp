@@ -37,6 +37,7 @@ LargeBlockCache::LargeBlockCache(c10::Allocator* small, std::size_t large_bytes,
   TORCH_CHECK(small_raw != &LargeBlockCache::release, "LargeBlockCache: the small blocks' allocator is a cache");
   Registry& blocks = registry();
   const std::lock_guard<std::mutex> lock(blocks.mutex);
+  if (small_raw == nullptr) return;  // no raw interface, so no raw small block to free
   if (blocks.small_raw_deleter == nullptr) blocks.small_raw_deleter = small_raw;
   TORCH_CHECK(blocks.small_raw_deleter == small_raw,
               "LargeBlockCache: every cache needs the same small blocks' allocator");
@@ -51,8 +52,21 @@ LargeBlockCache::~LargeBlockCache() {
   }
 }
 
+template <typename Allocate>
+auto LargeBlockCache::with_one_retry(const Allocate& allocate) -> decltype(allocate()) {
+  try {
+    return allocate();
+  } catch (const c10::Error&) {
+    {
+      const std::lock_guard<std::mutex> lock(registry().mutex);
+      release_kept_beyond(0);
+    }
+    return allocate();
+  }
+}
+
 c10::DataPtr LargeBlockCache::allocate(std::size_t bytes) {
-  if (bytes < large_bytes_) return small_->allocate(bytes);
+  if (bytes < large_bytes_) return with_one_retry([&] { return small_->allocate(bytes); });
   void* data = allocate_large(bytes);
   return {data, data, &LargeBlockCache::release, c10::Device(c10::DeviceType::CPU)};
 }
@@ -75,16 +89,7 @@ void* LargeBlockCache::allocate_large(std::size_t bytes) {
       return data;
     }
   }
-  void* data = nullptr;
-  try {
-    data = c10::alloc_cpu(bytes);
-  } catch (const c10::Error&) {
-    {
-      const std::lock_guard<std::mutex> lock(blocks.mutex);
-      release_kept_beyond(0);
-    }
-    data = c10::alloc_cpu(bytes);
-  }
+  void* data = with_one_retry([&] { return c10::alloc_cpu(bytes); });
   const std::lock_guard<std::mutex> lock(blocks.mutex);
   blocks.blocks.emplace(data, Registry::Owner{this, bytes});
   ++stats_.allocated;
@@ -136,7 +141,7 @@ void LargeBlockCache::release_kept_beyond(std::size_t bytes) {
 }
 
 c10::DeleterFnPtr LargeBlockCache::raw_deleter() const {
-  return registry().small_raw_deleter == nullptr ? nullptr : &LargeBlockCache::release;
+  return small_->raw_deleter() == nullptr ? nullptr : &LargeBlockCache::release;
 }
 
 void LargeBlockCache::copy_data(void* dest, const void* src, std::size_t count) const {

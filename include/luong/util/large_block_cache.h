@@ -23,8 +23,8 @@ struct LargeBlockCacheStats {
 /// pages in and has them zeroed at every training step: the batch-512 notebook step's loss logits,
 /// a large vocabulary's weight gradient. A request takes the smallest kept block that holds it and
 /// is no more than twice its size. At most `kept_limit` bytes stay kept, the longest-kept block
-/// going first (a block larger than that goes back at once); a failed allocation gives every kept
-/// block back and tries once more. Thread-safe. The raw interface (raw_allocate / raw_deallocate),
+/// going first (a block larger than that goes back at once); a failed allocation, of either size,
+/// gives every kept block back and tries once more. Thread-safe. The raw interface (raw_allocate / raw_deallocate),
 /// which LibTorch's CUDA graphs use, works for blocks of either size.
 class LargeBlockCache final : public c10::Allocator {
  public:
@@ -49,6 +49,9 @@ class LargeBlockCache final : public c10::Allocator {
   static void release(void* data);  // every large block's deleter, and the raw one
 
   void* allocate_large(std::size_t bytes);
+  // Allocates; if that fails for want of memory, gives every kept block back and tries once more.
+  template <typename Allocate>
+  auto with_one_retry(const Allocate& allocate) -> decltype(allocate());
   // Both with the registry's lock held (large_block_cache.cpp).
   void keep(Block block);
   void release_kept_beyond(std::size_t bytes);  // the longest-kept blocks go until at most `bytes` stay kept
