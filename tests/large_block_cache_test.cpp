@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "luong/util/threads.h"
 
@@ -116,6 +119,36 @@ TEST(LargeBlockCacheTest, AFailedAllocationGivesTheKeptBlocksBackAndThrows) {
   EXPECT_THROW(cache.allocate(std::size_t{1} << 60), c10::Error);
   EXPECT_EQ(cache.stats().kept_bytes, 0u);
   EXPECT_EQ(cache.stats().released, 1);
+}
+
+// Threads allocating and freeing at once: no block is handed to two holders (each holder's bytes
+// stay its own until it frees them), every request is counted once, and the bound holds.
+TEST(LargeBlockCacheTest, ThreadsNeverShareABlock) {
+  LargeBlockCache cache = small_cache(6 * kMiB);
+  constexpr int kThreads = 4, kRounds = 100;
+  std::atomic<int> overwritten{0};
+  std::vector<std::thread> threads;
+  for (int id = 0; id < kThreads; ++id) {
+    threads.emplace_back([&, id] {
+      for (int round = 0; round < kRounds; ++round) {
+        const std::size_t bytes = kMiB + static_cast<std::size_t>((id * kRounds + round) % 5) * kMiB / 2;
+        c10::DataPtr block = cache.allocate(bytes);
+        auto* data = static_cast<unsigned char*>(block.get());
+        std::memset(data, id + 1, bytes);
+        std::this_thread::yield();
+        for (std::size_t i = 0; i < bytes; i += 4096) {
+          if (data[i] != id + 1) ++overwritten;
+        }
+        if (data[bytes - 1] != id + 1) ++overwritten;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(overwritten.load(), 0);
+  const LargeBlockCacheStats stats = cache.stats();
+  EXPECT_EQ(stats.reused + stats.allocated, kThreads * kRounds);
+  EXPECT_GT(stats.reused, 0);
+  EXPECT_LE(stats.kept_bytes, 6 * kMiB);
 }
 
 // A small allocator that has run out of memory, and has no raw interface.
