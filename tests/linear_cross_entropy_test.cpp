@@ -148,7 +148,7 @@ TEST_P(LinearCrossEntropyTest, LargeLogitsReuseTheAllocatorsKeptBlocksOnceFree) 
     EXPECT_LE((fused_b[i] - expected_b[i]).abs().max().item<double>(),
               1e-5 * std::max(expected_b[i].abs().max().item<double>(), 1.0)) << i;
   }
-  // Both graphs are gone: the same call again reuses a buffer for every slice.
+  // Both graphs are gone: the same call again reuses a kept block for every slice.
   const LargeBlockCacheStats before = cache.stats();
   const std::vector<torch::Tensor> pc = leaves(a);
   const std::vector<torch::Tensor> again =
