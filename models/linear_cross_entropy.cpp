@@ -120,16 +120,16 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
       maxima[s] = torch::empty({N}, logits.options());
       sums[s] = torch::empty({N}, logits.options());
       const int64_t block_rows = logit_block_rows(N, x.size(1), width, static_cast<int64_t>(x.element_size()));
-      for (int64_t first = 0; first < N; first += block_rows) {
-        const int64_t rows = std::min(block_rows, N - first);
-        torch::Tensor block = logits.narrow(0, first, rows);
-        // (the bias starts the panels' sums: no copy of it into the logits first, as the libraries' addmm)
-        products.addmm_out(block, slice_bias, x.narrow(0, first, rows), weight_t);
-        if (smoothing > 0) {
-          torch::Tensor block_sums = logit_sums[s].narrow(0, first, rows);
-          at::sum_out(block_sums, block, 1);
-        }
-        AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "linear_cross_entropy_exp", [&] {
+      AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "linear_cross_entropy_exp", [&] {
+        for (int64_t first = 0; first < N; first += block_rows) {
+          const int64_t rows = std::min(block_rows, N - first);
+          torch::Tensor block = logits.narrow(0, first, rows);
+          // (the bias starts the panels' sums: no copy of it into the logits first, as the libraries' addmm)
+          products.addmm_out(block, slice_bias, x.narrow(0, first, rows), weight_t);
+          if (smoothing > 0) {
+            torch::Tensor block_sums = logit_sums[s].narrow(0, first, rows);
+            at::sum_out(block_sums, block, 1);
+          }
           scalar_t* l = block.data_ptr<scalar_t>();
           scalar_t* out = target_logit.data_ptr<scalar_t>() + first;
           for (int64_t n = 0; n < rows; ++n) {
@@ -137,8 +137,8 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
           }
           exponentiate_rows(l, rows, width, width, maxima[s].data_ptr<scalar_t>() + first,
                             sums[s].data_ptr<scalar_t>() + first, nullptr);
-        });
-      }
+        }
+      });
       probs[s] = logits;
     });
     // Combine the slices' statistics, row by row (a dozen LibTorch ops on [N] vectors cost more than

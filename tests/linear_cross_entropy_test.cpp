@@ -9,6 +9,13 @@
 namespace luong::models {
 namespace {
 
+double largest_difference(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a - b).abs().max().item<double>();
+}
+
+// What a tolerance scales with: the largest magnitude in `expected`, at least 1.
+double tolerance_scale(const torch::Tensor& expected) { return std::max(expected.abs().max().item<double>(), 1.0); }
+
 class LinearCrossEntropyTest : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
@@ -51,7 +58,7 @@ TEST_P(LinearCrossEntropyTest, MatchesAutogradInDouble) {
     const std::vector<torch::Tensor> fused = run(true), reference = run(false);
     const char* names[] = {"losses", "d x", "d weight", "d bias"};
     for (std::size_t i = 0; i < fused.size(); ++i) {
-      const double diff = (fused[i] - reference[i]).abs().max().item<double>();
+      const double diff = largest_difference(fused[i], reference[i]);
       const double scale = reference[i].abs().max().item<double>();
       std::printf("  V %5ld, %d thread(s) %-9s max|diff| %.3e (max %.3e)\n", static_cast<long>(V), GetParam(), names[i],
                   diff, scale);
@@ -85,9 +92,9 @@ int64_t check_float32_panels(int64_t N, int64_t H, int64_t V) {
   set_panel_products_enabled(before);
   const std::vector<torch::Tensor> reference = run(torch::kDouble);
   for (std::size_t i = 0; i < panels.size(); ++i) {
-    const double scale = std::max(reference[i].abs().max().item<double>(), 1.0);
-    EXPECT_LE((panels[i] - reference[i]).abs().max().item<double>(), 1e-5 * scale) << i;
-    EXPECT_LE((panels[i] - library[i]).abs().max().item<double>(), 1e-5 * scale) << i;
+    const double scale = tolerance_scale(reference[i]);
+    EXPECT_LE(largest_difference(panels[i], reference[i]), 1e-5 * scale) << i;
+    EXPECT_LE(largest_difference(panels[i], library[i]), 1e-5 * scale) << i;
   }
   return ran;
 }
@@ -134,7 +141,7 @@ TEST_P(LinearCrossEntropyTest, LargeLogitsReuseTheAllocatorsKeptBlocksOnceFree) 
   };
   const std::vector<torch::Tensor> a = inputs(21), b = inputs(22);
   std::vector<torch::Tensor> fused_a, fused_b;
-  {  // Two graphs alive at once: the second call may not take the first one's buffers.
+  {  // Two graphs alive at once: the second call may not take the first one's blocks.
     const std::vector<torch::Tensor> pa = leaves(a), pb = leaves(b);
     const torch::Tensor losses_a = linear_cross_entropy(pa[0], pa[1], pa[2], a[3]);
     const torch::Tensor losses_b = linear_cross_entropy(pb[0], pb[1], pb[2], b[3]);
@@ -143,10 +150,8 @@ TEST_P(LinearCrossEntropyTest, LargeLogitsReuseTheAllocatorsKeptBlocksOnceFree) 
   }  // (a graph holds its logits until it goes)
   const std::vector<torch::Tensor> expected_a = library(a), expected_b = library(b);
   for (std::size_t i = 0; i < fused_a.size(); ++i) {
-    EXPECT_LE((fused_a[i] - expected_a[i]).abs().max().item<double>(),
-              1e-5 * std::max(expected_a[i].abs().max().item<double>(), 1.0)) << i;
-    EXPECT_LE((fused_b[i] - expected_b[i]).abs().max().item<double>(),
-              1e-5 * std::max(expected_b[i].abs().max().item<double>(), 1.0)) << i;
+    EXPECT_LE(largest_difference(fused_a[i], expected_a[i]), 1e-5 * tolerance_scale(expected_a[i])) << i;
+    EXPECT_LE(largest_difference(fused_b[i], expected_b[i]), 1e-5 * tolerance_scale(expected_b[i])) << i;
   }
   // Both graphs are gone: the same call again reuses a kept block for every slice.
   const LargeBlockCacheStats before = cache.stats();
@@ -177,8 +182,7 @@ TEST_P(LinearCrossEntropyTest, SecondBackwardAndNoGradForwardAgree) {
   const std::vector<torch::Tensor> second = {x.grad(), w.grad(), b.grad()};
   const char* names[] = {"d x", "d weight", "d bias"};
   for (std::size_t i = 0; i < first.size(); ++i) {
-    const double diff = (first[i] - second[i]).abs().max().item<double>();
-    EXPECT_LE(diff, 1e-14 * std::max(first[i].abs().max().item<double>(), 1.0)) << names[i];
+    EXPECT_LE(largest_difference(first[i], second[i]), 1e-14 * tolerance_scale(first[i])) << names[i];
     EXPECT_GT(first[i].abs().max().item<double>(), 0.0) << names[i];
   }
   torch::Tensor without_grad;

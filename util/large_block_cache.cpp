@@ -28,6 +28,12 @@ Registry& registry() {
   return *instance;
 }
 
+// With the registry's lock held: a large block back to the system.
+void free_block(Registry& blocks, void* data) {
+  blocks.blocks.erase(data);
+  c10::free_cpu(data);
+}
+
 }  // namespace
 
 LargeBlockCache::LargeBlockCache(c10::Allocator* small, std::size_t large_bytes, std::size_t kept_limit)
@@ -102,13 +108,12 @@ void LargeBlockCache::release(void* data) {
   {
     const std::lock_guard<std::mutex> lock(blocks.mutex);
     const auto owner = blocks.blocks.find(data);
-    if (owner != blocks.blocks.end() && owner->second.cache != nullptr) {
-      owner->second.cache->keep({data, owner->second.bytes});
-      return;
-    }
-    if (owner != blocks.blocks.end()) {  // its cache is gone
-      blocks.blocks.erase(owner);
-      c10::free_cpu(data);
+    if (owner != blocks.blocks.end()) {
+      if (owner->second.cache != nullptr) {
+        owner->second.cache->keep({data, owner->second.bytes});
+      } else {
+        free_block(blocks, data);  // its cache is gone
+      }
       return;
     }
     small_raw_deleter = blocks.small_raw_deleter;
@@ -119,8 +124,7 @@ void LargeBlockCache::release(void* data) {
 void LargeBlockCache::keep(Block block) {
   if (block.bytes > kept_limit_) {
     ++stats_.released;
-    registry().blocks.erase(block.data);
-    c10::free_cpu(block.data);
+    free_block(registry(), block.data);
     return;
   }
   kept_.push_back(block);
@@ -135,8 +139,7 @@ void LargeBlockCache::release_kept_beyond(std::size_t bytes) {
     kept_.erase(kept_.begin());
     stats_.kept_bytes -= oldest.bytes;
     ++stats_.released;
-    blocks.blocks.erase(oldest.data);
-    c10::free_cpu(oldest.data);
+    free_block(blocks, oldest.data);
   }
 }
 

@@ -6,8 +6,7 @@
 // leaves each slice's exponentials in its logits' buffer (nothing more without grad); the backward
 // forms the softmax gradient there, the bias's gradient in the same pass, and multiplies. Where the
 // backward pass runs with side threads (util/side_tasks.h) and the weight is a leaf, its gradient
-// is left to them: nothing later in the backward pass needs it. A slice's logits above 32 MiB (a
-// large vocabulary, or many tokens) go to a buffer kept from call to call, once nothing holds it.
+// is left to them: nothing later in the backward pass needs it.
 #include <torch/torch.h>
 
 namespace luong::models {
