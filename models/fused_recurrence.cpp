@@ -731,6 +731,91 @@ PackedRows saved_rows(AutogradContext* ctx, int64_t steps) {
   return {ctx->saved_data["target_lengths"].toTensor(), steps, ctx->saved_data["blocks"].toInt()};
 }
 
+// What both decoders' forward passes build before their time loops: the rows in the kernel's order,
+// the stacked cells, the attention, the embeddings [T, B, E], and their share of layer 0's gates at
+// the real tokens, for all of them at once: [N, G H]. `fed` names the input that layer 0 takes
+// beside the embeddings (for the error where its weights do not take it).
+struct DecoderForward {
+  torch::Tensor target_lengths;
+  PackedRows packed;
+  DecoderInputs in;
+  DecoderStack stack;
+  StepAttention attention;
+  torch::Tensor emb, ge;
+
+  DecoderForward(const torch::Tensor& embedded, const torch::Tensor& h0, const torch::Tensor& c0,
+                 const torch::Tensor& keys, const torch::Tensor& values, const torch::Tensor& lengths,
+                 const torch::Tensor& target_lengths_in, at::TensorList cell_weights,
+                 at::TensorList attention_parameters, const torch::Tensor& between_mask,
+                 const AttentionConfig& attention_config, double scale, bool lstm, bool bf16, const char* fed)
+      : target_lengths(decoder_lengths(target_lengths_in, embedded.size(0), embedded.size(1))),
+        packed(target_lengths, embedded.size(1)),
+        in(packed, embedded, h0, c0, keys, values, lengths, between_mask),
+        stack(cell_weights, in.h0, in.c0, in.between, embedded.size(1), lstm, bf16),
+        attention(attention_config, scale, attention_parameters, in.keys.contiguous(), in.values.contiguous(),
+                  in.lengths, embedded.size(1), stack.products),
+        emb(in.embedded.transpose(0, 1).contiguous()) {
+    TORCH_CHECK(cell_weights[0].size(1) == embedded.size(2) + stack.H,
+                "fused decoder: the recurrent input must be [embedding; ", fed, "]");
+    ge = stack.products.addmm(cell_weights[2], packed.real(emb), stack.w_embed.t());
+  }
+
+  void save(AutogradContext* ctx) const {
+    stack.save(ctx);
+    attention.save(ctx);
+    save_rows(ctx, target_lengths, packed);
+    ctx->saved_data["emb"] = emb;
+  }
+};
+
+// What both decoders' backward passes share: what DecoderForward saved, the features' gradient in the
+// kernel's order [T, B, H], and the gradients the time loop fills: the gates' at the real tokens and
+// the initial states' [L, B, H].
+struct DecoderBackward {
+  DecoderStack stack;
+  StepAttention attention;
+  torch::Tensor emb;
+  PackedRows packed;
+  torch::Tensor d_features;
+  DecoderStack::RealGateGradients real;
+  torch::Tensor dh0, dc0;
+
+  DecoderBackward(AutogradContext* ctx, const torch::Tensor& features_gradient)
+      : stack(ctx),
+        attention(ctx),
+        emb(ctx->saved_data["emb"].toTensor()),
+        packed(saved_rows(ctx, stack.T)),
+        d_features(packed.to_kernel(features_gradient).transpose(0, 1).contiguous()),
+        real(stack.gate_gradients(packed)),
+        dh0(torch::empty({stack.L, stack.B, stack.H}, emb.options())),
+        dc0(stack.lstm ? torch::empty({stack.L, stack.B, stack.H}, emb.options()) : torch::Tensor()) {}
+
+  // After the time loop, the whole-batch products over the real tokens: the embeddings' gradient,
+  // layer 0's w_ih gradient in two parts (the embeddings' columns and those of `fed` [T, B, H], the
+  // input fed to layer 0 beside them), the decoder's `extra` products, then the stack's. Returns the
+  // gradients of the function's inputs from the embeddings to the attention's parameters, in order,
+  // then the extra products. queries [T, B, H]: the top layer's states that queried the attention.
+  variable_list gradients(const torch::Tensor& fed, const torch::Tensor& queries, const std::vector<Factors>& extra) {
+    const torch::Tensor& dgi0 = real.dgi[0];
+    std::vector<Factors> factors = {{dgi0, stack.w_embed}, {dgi0.t(), packed.real(emb)}, {dgi0.t(), packed.real(fed)}};
+    factors.insert(factors.end(), extra.begin(), extra.end());
+    stack.add_weight_gradient_factors(factors, real, packed);
+    std::vector<torch::Tensor> outs(factors.size());
+    const torch::Tensor dw_ih0 = stack.layer0_input_weight_gradient(outs, 1);
+    const std::vector<torch::Tensor> product = stack.products.mm_each(factors, outs);
+    variable_list result = {packed.unpacked(product[0]).transpose(0, 1), dh0, dc0};
+    attention.append_input_gradients(result);
+    DecoderInputs::restore_order(packed, result);
+    result.emplace_back();  // lengths
+    result.emplace_back();  // target lengths
+    const auto stack_products = product.begin() + static_cast<std::ptrdiff_t>(3 + extra.size());
+    stack.append_weight_gradients(result, real, dw_ih0, stack_products);
+    attention.append_parameter_gradients(result, queries, packed.tokens());
+    result.insert(result.end(), product.begin() + 3, stack_products);
+    return result;
+  }
+};
+
 // The LuongDecoder: input feeding into the bottom layer, attention from the top one, and an optional
 // dropout mask on h~ (the paper's dropout on the attentional vector, which feeds both the output layer
 // and the next step): the features are h~ * mask, and the unmasked tanh is kept.
@@ -743,21 +828,16 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
                                const torch::Tensor& mask, const torch::Tensor& between_mask,
                                const AttentionConfig& attention_config, double scale, bool lstm, bool bf16) {
     RECORD_FUNCTION("luong::LuongTeacherForcedFunction::forward", std::vector<c10::IValue>());
-    const int64_t B = embedded_in.size(0), T = embedded_in.size(1), E = embedded_in.size(2);
-    const torch::Tensor target_lengths = decoder_lengths(target_lengths_in, B, T);
-    const PackedRows packed(target_lengths, T);
-    const DecoderInputs in(packed, embedded_in, h0, c0, keys, values, lengths_in, between_mask);
-    const DecoderStack stack(cell_weights, in.h0, in.c0, in.between, T, lstm, bf16);
+    const DecoderForward run(embedded_in, h0, c0, keys, values, lengths_in, target_lengths_in, cell_weights,
+                             attention_parameters, between_mask, attention_config, scale, lstm, bf16, "h~");
+    const PackedRows& packed = run.packed;
+    const DecoderStack& stack = run.stack;
+    const StepAttention& attention = run.attention;
     const MatrixProducts& products = stack.products;
-    const int64_t H = stack.H, G = stack.G;
-    TORCH_CHECK(cell_weights[0].size(1) == E + H, "fused decoder: the recurrent input must be [embedding; h~]");
+    const torch::Tensor &emb = run.emb, &ge = run.ge;
+    const int64_t B = stack.B, T = stack.T, H = stack.H, G = stack.G;
     const bool masked = mask.numel() > 0;
-    const StepAttention attention(attention_config, scale, attention_parameters, in.keys.contiguous(),
-                                  in.values.contiguous(), in.lengths, T, products);
-    const torch::TensorOptions opts = in.embedded.options();
-    const torch::Tensor emb = in.embedded.transpose(0, 1).contiguous();  // [T, B, E]
-    // The embeddings' share of layer 0's gates, for the real tokens at once: [N, G H].
-    const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.w_embed.t());
+    const torch::TensorOptions opts = emb.options();
     torch::Tensor attentional = torch::zeros({T + 1, B, H}, opts);  // h~_0 .. h~_T (masked)
     torch::Tensor unmasked = masked ? torch::empty({T, B, H}, opts) : torch::empty({0}, opts);
     const torch::Tensor drop = masked ? packed.to_kernel(mask).transpose(0, 1).contiguous() : mask;  // [T, B, H]
@@ -797,10 +877,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
         rows_computed += computed;
       });
     });
-    stack.save(ctx);
-    attention.save(ctx);
-    save_rows(ctx, target_lengths, packed);
-    ctx->saved_data["emb"] = emb;
+    run.save(ctx);
     ctx->saved_data["attentional"] = attentional;
     ctx->saved_data["unmasked"] = unmasked;
     ctx->saved_data["drop"] = drop;
@@ -809,23 +886,20 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const DecoderStack stack(ctx);
-    StepAttention attention(ctx);
-    const torch::Tensor emb = ctx->saved_data["emb"].toTensor();
+    DecoderBackward run(ctx, grads[0]);
+    const DecoderStack& stack = run.stack;
+    StepAttention& attention = run.attention;
+    const PackedRows& packed = run.packed;
+    const torch::Tensor &emb = run.emb, &d_features = run.d_features;
+    const std::vector<torch::Tensor>&dgi = run.real.dgi, &dgh = run.real.dgh;
     const torch::Tensor attentional = ctx->saved_data["attentional"].toTensor();
     const torch::Tensor unmasked = ctx->saved_data["unmasked"].toTensor();
     const torch::Tensor drop = ctx->saved_data["drop"].toTensor();
     const torch::Tensor wc_operand = ctx->saved_data["wc_operand"].toTensor();
     const bool masked = drop.numel() > 0;
     const int64_t T = stack.T, B = stack.B, H = stack.H;
-    const PackedRows packed = saved_rows(ctx, T);
     const torch::TensorOptions opts = emb.options();
-    const torch::Tensor d_features = packed.to_kernel(grads[0]).transpose(0, 1).contiguous();  // [T, B, H]
     torch::Tensor dpre = torch::empty({packed.tokens().size(0), H}, opts);  // packed, as the gate gradients
-    const DecoderStack::RealGateGradients real = stack.gate_gradients(packed);
-    const std::vector<torch::Tensor>&dgi = real.dgi, &dgh = real.dgh;
-    torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
-    torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
     const PanelOperand w_feed = products.panel_operand(stack.w_feed);
     const PanelOperand wc = products.panel_operand(wc_operand);
@@ -837,7 +911,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
         const StepTeam::Member member(step.team);
         // From step t+1's input; zero for a row until its last step, where the backward loop reaches it.
         torch::Tensor d_attentional_rows = torch::zeros({rows, H}, opts);
-        DecoderStack::Carried carried = stack.carried(dh0, dc0, first, rows);
+        DecoderStack::Carried carried = stack.carried(run.dh0, run.dc0, first, rows);
         torch::Tensor dh_rows = torch::empty({rows, H}, opts);
         torch::Tensor dch_rows = torch::empty({rows, 2 * H}, opts);
         StepAttention::Workspace workspace = attention.workspace(rows);
@@ -873,25 +947,9 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
         rows_computed += computed;
       });
     });
-    // The whole-batch products, over the real tokens: the embeddings' gradient, layer 0's w_ih
-    // gradient in two parts, the output layer's weight gradient, then the stack's.
-    const torch::Tensor& dgi0 = real.dgi[0];
-    std::vector<Factors> factors = {{dgi0, stack.w_embed},
-                                    {dgi0.t(), packed.real(emb)},
-                                    {dgi0.t(), packed.real(attentional.narrow(0, 0, T))},
-                                    {dpre.t(), packed.real(attention.contexts())}};
-    stack.add_weight_gradient_factors(factors, real, packed);
-    std::vector<torch::Tensor> outs(factors.size());
-    const torch::Tensor dw_ih0 = stack.layer0_input_weight_gradient(outs, 1);
-    const std::vector<torch::Tensor> product = products.mm_each(factors, outs);
-    variable_list result = {packed.unpacked(product[0]).transpose(0, 1), dh0, dc0};
-    attention.append_input_gradients(result);
-    DecoderInputs::restore_order(packed, result);
-    result.emplace_back();  // lengths
-    result.emplace_back();  // target lengths
-    stack.append_weight_gradients(result, real, dw_ih0, product.begin() + 4);
-    attention.append_parameter_gradients(result, top.narrow(0, 1, T), packed.tokens());
-    result.push_back(product[3]);
+    // W_c's weight gradient among the whole-batch products.
+    variable_list result = run.gradients(attentional.narrow(0, 0, T), top.narrow(0, 1, T),
+                                         {{dpre.t(), packed.real(attention.contexts())}});
     result.push_back(dpre.sum(0));
     for (int i = 0; i < 6; ++i) result.emplace_back();  // the masks, the attention's configuration, scale, lstm, bf16
     return result;
@@ -909,20 +967,15 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
                                const torch::Tensor& between_mask, const AttentionConfig& attention_config, double scale,
                                bool lstm, bool bf16) {
     RECORD_FUNCTION("luong::BahdanauTeacherForcedFunction::forward", std::vector<c10::IValue>());
-    const int64_t B = embedded_in.size(0), T = embedded_in.size(1), E = embedded_in.size(2);
-    const torch::Tensor target_lengths = decoder_lengths(target_lengths_in, B, T);
-    const PackedRows packed(target_lengths, T);
-    const DecoderInputs in(packed, embedded_in, h0, c0, keys, values, lengths_in, between_mask);
-    const DecoderStack stack(cell_weights, in.h0, in.c0, in.between, T, lstm, bf16);
+    const DecoderForward run(embedded_in, h0, c0, keys, values, lengths_in, target_lengths_in, cell_weights,
+                             attention_parameters, between_mask, attention_config, scale, lstm, bf16, "context");
+    const PackedRows& packed = run.packed;
+    const DecoderStack& stack = run.stack;
+    const StepAttention& attention = run.attention;
     const MatrixProducts& products = stack.products;
-    const int64_t H = stack.H, G = stack.G;
-    TORCH_CHECK(cell_weights[0].size(1) == E + H, "fused decoder: the recurrent input must be [embedding; context]");
-    const StepAttention attention(attention_config, scale, attention_parameters, in.keys.contiguous(),
-                                  in.values.contiguous(), in.lengths, T, products);
-    const torch::TensorOptions opts = in.embedded.options();
-    const torch::Tensor emb = in.embedded.transpose(0, 1).contiguous();  // [T, B, E]
-    // The embeddings' share of layer 0's gates, for the real tokens at once: [N, G H].
-    const torch::Tensor ge = products.addmm(cell_weights[2], packed.real(emb), stack.w_embed.t());
+    const torch::Tensor &emb = run.emb, &ge = run.ge;
+    const int64_t B = stack.B, T = stack.T, H = stack.H, G = stack.G;
+    const torch::TensorOptions opts = emb.options();
     const PanelOperand w_context_t = products.panel_operand(stack.w_feed.t());
     const torch::Tensor& top = stack.states[stack.L - 1];
     const torch::Tensor& ch = attention.contexts();  // [c_t; h_{t-1}]
@@ -945,31 +998,25 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
         rows_computed += computed;
       });
     });
-    stack.save(ctx);
-    attention.save(ctx);
-    save_rows(ctx, target_lengths, packed);
-    ctx->saved_data["emb"] = emb;
+    run.save(ctx);
     return {packed.to_caller(top.narrow(0, 1, T).transpose(0, 1))};
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    const DecoderStack stack(ctx);
-    StepAttention attention(ctx);
-    const torch::Tensor emb = ctx->saved_data["emb"].toTensor();
+    DecoderBackward run(ctx, grads[0]);
+    const DecoderStack& stack = run.stack;
+    StepAttention& attention = run.attention;
+    const PackedRows& packed = run.packed;
+    const torch::Tensor &emb = run.emb, &d_features = run.d_features;
+    const std::vector<torch::Tensor>&dgi = run.real.dgi, &dgh = run.real.dgh;
     const int64_t T = stack.T, B = stack.B, H = stack.H;
-    const PackedRows packed = saved_rows(ctx, T);
     const torch::TensorOptions opts = emb.options();
-    const torch::Tensor d_features = packed.to_kernel(grads[0]).transpose(0, 1).contiguous();  // [T, B, H]
-    const DecoderStack::RealGateGradients real = stack.gate_gradients(packed);
-    const std::vector<torch::Tensor>&dgi = real.dgi, &dgh = real.dgh;
-    torch::Tensor dh0 = torch::empty({stack.L, B, H}, opts);
-    torch::Tensor dc0 = stack.lstm ? torch::empty({stack.L, B, H}, opts) : torch::Tensor();
     const MatrixProducts& products = stack.products;
     const PanelOperand w_context = products.panel_operand(stack.w_feed);
     const torch::Tensor& top = stack.states[stack.L - 1];
     AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced_backward", [&] {
       packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
-        DecoderStack::Carried carried = stack.carried(dh0, dc0, first, rows);
+        DecoderStack::Carried carried = stack.carried(run.dh0, run.dc0, first, rows);
         torch::Tensor dh_rows = torch::empty({rows, H}, opts);
         torch::Tensor dquery_rows = torch::empty({rows, H}, opts);
         // [d context; 0]: h_{t-1} enters only as the query
@@ -993,23 +1040,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
         rows_computed += computed;
       });
     });
-    // The whole-batch products, over the real tokens: the embeddings' gradient, layer 0's w_ih
-    // gradient in two parts, then the stack's.
-    const torch::Tensor& dgi0 = real.dgi[0];
-    std::vector<Factors> factors = {{dgi0, stack.w_embed},
-                                    {dgi0.t(), packed.real(emb)},
-                                    {dgi0.t(), packed.real(attention.contexts().narrow(2, 0, H))}};
-    stack.add_weight_gradient_factors(factors, real, packed);
-    std::vector<torch::Tensor> outs(factors.size());
-    const torch::Tensor dw_ih0 = stack.layer0_input_weight_gradient(outs, 1);
-    const std::vector<torch::Tensor> product = products.mm_each(factors, outs);
-    variable_list result = {packed.unpacked(product[0]).transpose(0, 1), dh0, dc0};
-    attention.append_input_gradients(result);
-    DecoderInputs::restore_order(packed, result);
-    result.emplace_back();  // lengths
-    result.emplace_back();  // target lengths
-    stack.append_weight_gradients(result, real, dw_ih0, product.begin() + 3);
-    attention.append_parameter_gradients(result, top.narrow(0, 0, T), packed.tokens());
+    variable_list result = run.gradients(attention.contexts().narrow(2, 0, H), top.narrow(0, 0, T), {});
     for (int i = 0; i < 5; ++i) result.emplace_back();  // the mask, the attention's configuration, scale, lstm, bf16
     return result;
   }
