@@ -890,22 +890,20 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
     const DecoderStack& stack = run.stack;
     StepAttention& attention = run.attention;
     const PackedRows& packed = run.packed;
-    const torch::Tensor &emb = run.emb, &d_features = run.d_features;
-    const std::vector<torch::Tensor>&dgi = run.real.dgi, &dgh = run.real.dgh;
     const torch::Tensor attentional = ctx->saved_data["attentional"].toTensor();
     const torch::Tensor unmasked = ctx->saved_data["unmasked"].toTensor();
     const torch::Tensor drop = ctx->saved_data["drop"].toTensor();
     const torch::Tensor wc_operand = ctx->saved_data["wc_operand"].toTensor();
     const bool masked = drop.numel() > 0;
     const int64_t T = stack.T, B = stack.B, H = stack.H;
-    const torch::TensorOptions opts = emb.options();
+    const torch::TensorOptions opts = run.emb.options();
     torch::Tensor dpre = torch::empty({packed.tokens().size(0), H}, opts);  // packed, as the gate gradients
     const MatrixProducts& products = stack.products;
     const PanelOperand w_feed = products.panel_operand(stack.w_feed);
     const PanelOperand wc = products.panel_operand(wc_operand);
     const torch::Tensor& top = stack.states[stack.L - 1];
     StepTeam team;
-    AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
+    AT_DISPATCH_FLOATING_TYPES(run.emb.scalar_type(), "fused_luong_teacher_forced_backward", [&] {
       packed.for_blocks_side_by_side([&](int64_t block, int64_t first, int64_t rows, bool side_by_side) {
         const BlockProducts step{products, side_by_side && StepTeam::takes(products) ? &team : nullptr, block};
         const StepTeam::Member member(step.team);
@@ -921,7 +919,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
           if (!step.runs_step(packed, t)) continue;  // (as forward)
           const int64_t n = packed.active(t, block), token = packed.offset(t, block);
           computed += n;
-          const scalar_t* d_feat = step_ptr<scalar_t>(d_features, t) + first * H;
+          const scalar_t* d_feat = step_ptr<scalar_t>(run.d_features, t) + first * H;
           for (int64_t i = 0; i < n * H; ++i) d_att[i] += d_feat[i];
           if (masked) {
             const scalar_t* m = step_ptr<scalar_t>(drop, t) + first * H;
@@ -940,9 +938,9 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
                                               dh_step, workspace);
           }
           DecoderStack::Carried active = DecoderStack::first_rows(carried, n);
-          stack.backward_step<scalar_t>(step, t, first, n, token, dh_step, active, dgi, dgh);
+          stack.backward_step<scalar_t>(step, t, first, n, token, dh_step, active, run.real.dgi, run.real.dgh);
           torch::Tensor d_attentional = d_attentional_rows.narrow(0, 0, n);
-          step.mm_out(d_attentional, dgi[0].narrow(0, token, n), w_feed);
+          step.mm_out(d_attentional, run.real.dgi[0].narrow(0, token, n), w_feed);
         }
         rows_computed += computed;
       });
@@ -1007,14 +1005,12 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
     const DecoderStack& stack = run.stack;
     StepAttention& attention = run.attention;
     const PackedRows& packed = run.packed;
-    const torch::Tensor &emb = run.emb, &d_features = run.d_features;
-    const std::vector<torch::Tensor>&dgi = run.real.dgi, &dgh = run.real.dgh;
     const int64_t T = stack.T, B = stack.B, H = stack.H;
-    const torch::TensorOptions opts = emb.options();
+    const torch::TensorOptions opts = run.emb.options();
     const MatrixProducts& products = stack.products;
     const PanelOperand w_context = products.panel_operand(stack.w_feed);
     const torch::Tensor& top = stack.states[stack.L - 1];
-    AT_DISPATCH_FLOATING_TYPES(emb.scalar_type(), "fused_bahdanau_teacher_forced_backward", [&] {
+    AT_DISPATCH_FLOATING_TYPES(run.emb.scalar_type(), "fused_bahdanau_teacher_forced_backward", [&] {
       packed.for_blocks([&](int64_t block, int64_t first, int64_t rows) {
         DecoderStack::Carried carried = stack.carried(run.dh0, run.dc0, first, rows);
         torch::Tensor dh_rows = torch::empty({rows, H}, opts);
@@ -1028,11 +1024,11 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
           if (n == 0) continue;
           computed += n;
           torch::Tensor dh_step = dh_rows.narrow(0, 0, n), dquery = dquery_rows.narrow(0, 0, n);
-          dh_step.copy_(step_rows(d_features, t, B, first, n));
+          dh_step.copy_(step_rows(run.d_features, t, B, first, n));
           DecoderStack::Carried active = DecoderStack::first_rows(carried, n);
-          stack.backward_step<scalar_t>({products}, t, first, n, token, dh_step, active, dgi, dgh);
+          stack.backward_step<scalar_t>({products}, t, first, n, token, dh_step, active, run.real.dgi, run.real.dgh);
           torch::Tensor d_context = dch_rows.narrow(0, 0, n).narrow(1, 0, H);
-          products.mm_out(d_context, dgi[0].narrow(0, token, n), w_context);
+          products.mm_out(d_context, run.real.dgi[0].narrow(0, token, n), w_context);
           attention.backward_step<scalar_t>(t, first, n, step_rows(top, t, B, first, n), dch_rows.data_ptr<scalar_t>(),
                                             dquery, workspace);
           active.dh[stack.L - 1].add_(dquery);
