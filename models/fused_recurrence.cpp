@@ -795,7 +795,8 @@ struct DecoderBackward {
   // input fed to layer 0 beside them), the decoder's `extra` products, then the stack's. Returns the
   // gradients of the function's inputs from the embeddings to the attention's parameters, in order,
   // then the extra products. queries [T, B, H]: the top layer's states that queried the attention.
-  variable_list gradients(const torch::Tensor& fed, const torch::Tensor& queries, const std::vector<Factors>& extra) {
+  variable_list gradients(const torch::Tensor& fed, const torch::Tensor& queries,
+                          const std::vector<Factors>& extra) const {
     const torch::Tensor& dgi0 = real.dgi[0];
     std::vector<Factors> factors = {{dgi0, stack.w_embed}, {dgi0.t(), packed.real(emb)}, {dgi0.t(), packed.real(fed)}};
     factors.insert(factors.end(), extra.begin(), extra.end());

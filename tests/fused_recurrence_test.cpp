@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 #include <string>
@@ -939,6 +940,41 @@ TEST(FusedGruSequenceTest, RejectsLengthsOutsideTheBatch) {
   const torch::Tensor x = torch::randn({2, 4, 3});
   EXPECT_THROW(fused_gru_sequence(x, torch::tensor({4, 5}, torch::kLong), GruWeights::of(gru)), c10::Error);
   EXPECT_THROW(fused_gru_sequence(x, torch::tensor({4}, torch::kLong), GruWeights::of(gru)), c10::Error);
+}
+
+// Both decoders check that layer 0's weights take [embedding; fed input] before they multiply: a
+// one-line error naming the input each feeds, not a product's shape mismatch.
+TEST(FusedDecoderTest, RejectsEmbeddingsItsWeightsDoNotTake) {
+  torch::manual_seed(5);
+  const int64_t B = 2, T = 3, S = 4, E = 3, H = 4;
+  torch::nn::Module owner;
+  RecurrentLayers rnn = register_recurrent(owner, RecurrentOptions(E + H, H));
+  torch::nn::Linear wc(2 * H, H);
+  const std::vector<CellWeights> cells = {CellWeights::of(rnn, 0, 0)};
+  const torch::Tensor h0 = torch::randn({1, B, H}), c0 = torch::empty({0});
+  const torch::Tensor enc = torch::randn({B, S, H}), lengths = torch::tensor({4, 2}, torch::kLong);
+  const FusedAttentionParameters attention = FusedAttentionParameters::global(0.5);
+  const auto message = [](const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const c10::Error& e) {
+      return std::string(e.what_without_backtrace());
+    }
+    return std::string("no error");
+  };
+  for (const int64_t width : {E - 1, E + 1}) {
+    const torch::Tensor emb = torch::randn({B, T, width});
+    EXPECT_NE(message([&] {
+                fused_luong_teacher_forced(emb, h0, c0, enc, enc, lengths, cells, false, wc->weight, wc->bias, attention);
+              }).find("the recurrent input must be [embedding; h~]"),
+              std::string::npos)
+        << width;
+    EXPECT_NE(message([&] {
+                fused_bahdanau_teacher_forced(emb, h0, c0, enc, enc, lengths, cells, false, attention);
+              }).find("the recurrent input must be [embedding; context]"),
+              std::string::npos)
+        << width;
+  }
 }
 
 }  // namespace
