@@ -62,7 +62,7 @@ TEST_P(LinearCrossEntropyTest, MatchesAutogradInDouble) {
       const double scale = reference[i].abs().max().item<double>();
       std::printf("  V %5ld, %d thread(s) %-9s max|diff| %.3e (max %.3e)\n", static_cast<long>(V), GetParam(), names[i],
                   diff, scale);
-      EXPECT_LE(diff, tolerance * std::max(scale, 1.0)) << names[i] << ", V " << V;
+      EXPECT_LE(diff, tolerance * tolerance_scale(reference[i])) << names[i] << ", V " << V;
     }
   }
 }
