@@ -119,6 +119,16 @@ bool onednn_float32_is_faster_here() {
   return faster;
 }
 
+bool onednn_float32_available() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool available = AT_MKLDNN_ENABLED() && __builtin_cpu_supports("avx512bw") &&
+                                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+#else
+  static const bool available = AT_MKLDNN_ENABLED();
+#endif
+  return available;
+}
+
 int64_t onednn_float32_products_run() { return onednn_products.load(std::memory_order_relaxed); }
 
 bool panel_products_enabled() { return panels_enabled().load(std::memory_order_relaxed); }
@@ -292,7 +302,7 @@ namespace detail {
 bool onednn_chosen_for(int64_t m, int64_t k, int64_t n) {
   switch (float32_products()) {
     case Float32Products::kMkl: return false;
-    case Float32Products::kOneDnn: return AT_MKLDNN_ENABLED();
+    case Float32Products::kOneDnn: return onednn_float32_available();
     case Float32Products::kAuto: return onednn_float32_is_faster_here() && onednn_pays_for(m, k, n);
   }
   return false;

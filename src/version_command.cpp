@@ -83,7 +83,11 @@ int version_command(int, char**) {
   const char* float32 = "MKL";
   switch (models::float32_products()) {
     case models::Float32Products::kMkl: float32 = "MKL (LUONG_FLOAT32_PRODUCTS=mkl)"; break;
-    case models::Float32Products::kOneDnn: float32 = "oneDNN (LUONG_FLOAT32_PRODUCTS=onednn)"; break;
+    case models::Float32Products::kOneDnn:
+      float32 = models::onednn_float32_available()
+                    ? "oneDNN (LUONG_FLOAT32_PRODUCTS=onednn)"
+                    : "MKL (LUONG_FLOAT32_PRODUCTS=onednn, but LibTorch's oneDNN product needs AVX-512 BW/VL/DQ)";
+      break;
     case models::Float32Products::kAuto:
       float32 = models::onednn_float32_is_faster_here()
                     ? "oneDNN from a million multiply-adds, MKL below (auto: AMD with AVX-512)"

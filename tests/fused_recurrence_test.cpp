@@ -243,6 +243,7 @@ bool dense_or_transposed(const torch::Tensor& t) {
 // it the large ones on AMD processors with AVX-512): the module path's loss and gradients, which MKL
 // computes, and the products really ran in oneDNN.
 TEST_P(FusedRecurrenceTest, OneDnnFloat32ProductsMatchTheModulePath) {
+  if (!onednn_float32_available()) GTEST_SKIP() << "LibTorch's oneDNN product needs AVX-512 BW, VL and DQ here";
   Seq2Seq model = make_model(GetParam(), torch::kFloat);
   const Batch batch = padded_batch();
   const LossAndGradients modules = run(model, false, batch);
@@ -304,6 +305,7 @@ TEST_P(FusedRecurrenceTest, PanelProductsMatchTheModulePathAndTheLibraries) {
 // Every MatrixProducts operation through oneDNN equals MKL's: into a block of rows of a wider buffer,
 // with a transposed weight, accumulating; and `auto` sends a shape below a million multiply-adds to MKL.
 TEST(MatrixProductsTest, OneDnnEqualsMklForEveryOperation) {
+  if (!onednn_float32_available()) GTEST_SKIP() << "LibTorch's oneDNN product needs AVX-512 BW, VL and DQ here";
   torch::manual_seed(5);
   const torch::Tensor a = torch::randn({48, 160}), weight = torch::randn({96, 160}), bias = torch::randn({96});
   const torch::Tensor b = weight.t();  // [160, 96], as the kernels pass nn.Linear's weights
@@ -339,6 +341,7 @@ TEST(MatrixProductsTest, OneDnnEqualsMklForEveryOperation) {
 // (concat's key projection), whose gradient lands in the slice alone; with MKL chosen it is
 // torch::linear itself (no oneDNN product).
 TEST(MatrixProductsTest, LinearThroughProductsEqualsTorchLinear) {
+  if (!onednn_float32_available()) GTEST_SKIP() << "LibTorch's oneDNN product needs AVX-512 BW, VL and DQ here";
   torch::manual_seed(9);
   const torch::Tensor x0 = torch::randn({4, 7, 160}), wide0 = torch::randn({96, 320}), bias0 = torch::randn({96});
   const torch::Tensor weights = torch::randn({4, 7, 96});  // the loss's weights on the outputs

@@ -31,6 +31,9 @@ Float32Products float32_products();
 void set_float32_products(Float32Products choice);
 /// Whether `auto` would choose oneDNN on this processor.
 bool onednn_float32_is_faster_here();
+/// Whether LibTorch's oneDNN product runs here at all: its matmul helper refuses processors without
+/// AVX-512 BW, VL and DQ (an AVX2-only one), whatever the dtype. `onednn` then falls back to MKL.
+bool onednn_float32_available();
 /// The float32 products oneDNN has run in this process (for tests and benchmarks to see it ran).
 int64_t onednn_float32_products_run();
 
