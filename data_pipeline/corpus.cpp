@@ -1,6 +1,9 @@
 #include "luong/data_pipeline/corpus.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string_view>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -157,6 +160,22 @@ std::vector<SentencePair> read_corpus(const CorpusSpec& spec) {
   }
   if (pairs.empty()) throw DataError(printable(spec.path) + ": the corpus holds no sentence pairs");
   return pairs;
+}
+
+std::string corpus_digest(const std::vector<SentencePair>& pairs) {
+  std::uint64_t hash = 14695981039346656037ULL;
+  const auto add = [&](std::string_view bytes) {
+    for (const char c : bytes) hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  };
+  for (const SentencePair& pair : pairs) {
+    add(pair.source);
+    add("\t");
+    add(pair.target);
+    add("\t" + std::to_string(pair.line) + "\n");
+  }
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
 }
 
 }  // namespace luong::data

@@ -66,12 +66,19 @@ std::vector<std::int64_t> encode_source(const std::vector<std::string>& tokens, 
 
 std::vector<EncodedPair> encode_pairs(const std::vector<FilteredPair>& pairs, const Tokenizer& source_tokenizer,
                                       const Tokenizer& target_tokenizer, const Vocabulary& source_vocabulary,
-                                      const Vocabulary& target_vocabulary, bool reverse_source) {
+                                      const Vocabulary& target_vocabulary, bool reverse_source, std::size_t max_tokens,
+                                      std::size_t* cut) {
   std::vector<EncodedPair> encoded;
   encoded.reserve(pairs.size());
   for (const auto& pair : pairs) {
-    encoded.push_back({encode_source(source_tokenizer.encode(pair.source), source_vocabulary, reverse_source),
-                       target_vocabulary.encode(target_tokenizer.encode(pair.target)), pair.line});
+    std::vector<std::string> source = source_tokenizer.encode(pair.source);
+    std::vector<std::string> target = target_tokenizer.encode(pair.target);
+    if (source.size() > max_tokens || target.size() > max_tokens) {
+      source.resize(std::min(source.size(), max_tokens));
+      target.resize(std::min(target.size(), max_tokens));
+      if (cut != nullptr) ++*cut;
+    }
+    encoded.push_back({encode_source(source, source_vocabulary, reverse_source), target_vocabulary.encode(target), pair.line});
   }
   return encoded;
 }

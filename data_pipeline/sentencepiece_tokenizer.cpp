@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "luong/data_pipeline/utf8.h"
+#include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
 #include "luong/util/module_path.h"
 #include "sentencepiece_shim/sentencepiece_shim.h"
@@ -73,10 +74,10 @@ bool SentencePieceTokenizer::available(std::string* why) {
 }
 
 SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path) : model_path_(model_path) {
-  if (!fs::exists(model_path)) throw DataError(model_path + ": no such sentencepiece model");
+  const std::string bytes = read_tokenizer_file(model_path, "sentencepiece model");
   char error[512] = "";
-  processor_ = shim().load(model_path.c_str(), error, sizeof error);
-  if (processor_ == nullptr) throw DataError("sentencepiece: loading " + model_path + ": " + error);
+  processor_ = shim().load(bytes.data(), bytes.size(), error, sizeof error);
+  if (processor_ == nullptr) throw DataError("sentencepiece: loading " + printable(model_path) + ": " + printable(error));
 }
 
 SentencePieceTokenizer::~SentencePieceTokenizer() {

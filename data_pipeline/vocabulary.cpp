@@ -1,10 +1,11 @@
 #include "luong/data_pipeline/vocabulary.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
+#include <sstream>
 #include <stdexcept>
 
+#include "luong/data_pipeline/tokenizer.h"
 #include "luong/data_pipeline/utf8.h"
 #include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
@@ -45,8 +46,7 @@ Vocabulary Vocabulary::build(const std::vector<std::vector<std::string>>& senten
 }
 
 Vocabulary Vocabulary::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(printable(path) + ": cannot open vocabulary file");
+  std::istringstream in(read_tokenizer_file(path, "vocabulary file"));
   return parse(in, path);
 }
 

@@ -1,7 +1,7 @@
 #include "luong/data_pipeline/word_tokenizer.h"
 
-#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "luong/data_pipeline/unicode.h"
 #include "luong/data_pipeline/utf8.h"
@@ -121,8 +121,7 @@ void Truecaser::save(const std::string& path) const {
 }
 
 Truecaser Truecaser::load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(printable(path) + ": cannot open");
+  std::istringstream in(read_tokenizer_file(path, "truecaser"));
   Truecaser out;
   std::string line;
   for (std::size_t number = 1; read_line(in, line) != LineStatus::kEnd; ++number) {

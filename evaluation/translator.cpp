@@ -1,15 +1,23 @@
 #include "luong/evaluation/translator.h"
 
 #include <algorithm>
-#include <fstream>
+#include <optional>
+#include <sstream>
 
 #include "luong/data_pipeline/batching.h"
 #include "luong/data_pipeline/dataset.h"
 #include "luong/data_pipeline/utf8.h"
+#include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
 #include "luong/util/line_reader.h"
 
 namespace luong::evaluation {
+namespace {
+
+// A --dictionary (source<TAB>target per line) is read whole; a lexicon larger than this is not one.
+constexpr std::uint64_t kMaxDictionaryBytes = std::uint64_t{256} << 20;
+
+}  // namespace
 
 Translator::Translator(std::vector<run::TrainedModel*> models) : models_(std::move(models)) {
   if (models_.empty()) throw Error("no model to translate with");
@@ -25,8 +33,9 @@ Translator::Translator(std::vector<run::TrainedModel*> models) : models_(std::mo
 
 void Translator::load_dictionary(const std::string& path) {
   if (path.empty() || path == dictionary_path_) return;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(printable(path) + ": cannot open dictionary");
+  std::optional<std::string> text = read_text_file(path, kMaxDictionaryBytes, "a dictionary");
+  if (!text) throw Error(printable(path) + ": cannot open dictionary (no such file)");
+  std::istringstream in(std::move(*text));
   dictionary_.clear();
   std::string line;
   for (std::size_t number = 1; true; ++number) {

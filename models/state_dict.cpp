@@ -1,8 +1,5 @@
 #include "luong/models/state_dict.h"
 
-#include <caffe2/serialize/inline_container.h>
-
-
 #include <cstring>
 #include <map>
 #include <memory>
@@ -12,6 +9,7 @@
 #include "luong/models/zip_archive.h"
 #include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
+#include "storage_types.h"
 
 namespace luong::models {
 namespace {
@@ -26,6 +24,7 @@ using ValuePtr = std::shared_ptr<Value>;
 struct Value {
   enum class Kind { kNone, kBool, kInt, kFloat, kString, kTuple, kList, kDict, kGlobal, kStorage, kTensor, kOpaque };
   Kind kind = Kind::kNone;
+  int depth = 0;       // containers: 1 + the deepest value put into them
   int64_t integer = 0;
   double real = 0;
   std::string text;    // string; global "module.name"; storage key
@@ -35,23 +34,6 @@ struct Value {
   torch::Tensor tensor;
 };
 
-ValuePtr make(Value::Kind kind) {
-  auto v = std::make_shared<Value>();
-  v->kind = kind;
-  return v;
-}
-
-// torch.<Name>Storage globals of torch.save, both ways.
-struct StorageType {
-  torch::ScalarType dtype;
-  const char* name;
-};
-constexpr StorageType kStorageTypes[] = {
-    {torch::kFloat, "FloatStorage"}, {torch::kDouble, "DoubleStorage"},     {torch::kHalf, "HalfStorage"},
-    {torch::kBFloat16, "BFloat16Storage"}, {torch::kLong, "LongStorage"}, {torch::kInt, "IntStorage"},
-    {torch::kShort, "ShortStorage"}, {torch::kChar, "CharStorage"},       {torch::kByte, "ByteStorage"},
-    {torch::kBool, "BoolStorage"}};
-
 torch::ScalarType storage_dtype(const std::string& global, const std::string& origin) {
   for (const StorageType& type : kStorageTypes) {
     if (global == std::string("torch.") + type.name) return type.dtype;
@@ -59,10 +41,29 @@ torch::ScalarType storage_dtype(const std::string& global, const std::string& or
   throw CheckpointError(origin + ": unsupported storage type " + printable(global));
 }
 
+// What a pickle may build: a state dict's pickle nests 4 levels (dict, tensor record, size tuple)
+// and makes about 15 values a tensor; a hostile one nesting 10^6 tuples would overflow the stack in
+// the values' destructors, and one of 10^8 values would take gigabytes.
+constexpr int kMaxPickleDepth = 32;
+constexpr std::size_t kMaxPickleValues = 1'000'000;
+constexpr std::size_t kMaxPickleMarks = 64;
+
 class StateDictUnpickler {
  public:
   StateDictUnpickler(std::string_view pickle, const ZipArchive& archive, std::string origin)
       : data_(pickle), archive_(archive), origin_(std::move(origin)) {}
+  // A pickle can make a value hold itself (memo references); every value's children are dropped
+  // before the values, so that neither a cycle leaks nor a long chain recurses in its destructors.
+  ~StateDictUnpickler() {
+    stack_.clear();
+    memo_.clear();
+    for (const ValuePtr& value : made_) {
+      value->items.clear();
+      value->entries.clear();
+    }
+  }
+  StateDictUnpickler(const StateDictUnpickler&) = delete;
+  StateDictUnpickler& operator=(const StateDictUnpickler&) = delete;
 
   ValuePtr run() {
     while (true) {
@@ -77,6 +78,24 @@ class StateDictUnpickler {
  private:
   [[noreturn]] void fail(const std::string& what) const {
     throw CheckpointError(origin_ + ": not a readable state_dict (" + what + ")");
+  }
+
+  ValuePtr make(Value::Kind kind) {
+    if (made_.size() >= kMaxPickleValues) fail("more than " + std::to_string(kMaxPickleValues) + " values");
+    auto v = std::make_shared<Value>();
+    v->kind = kind;
+    made_.push_back(v);
+    return v;
+  }
+  // `child` goes into `container`: the nesting bound, checked as it grows.
+  void adopt(Value& container, const ValuePtr& child) {
+    if (child.get() == &container) fail("a container holds itself");
+    container.depth = std::max(container.depth, child->depth + 1);
+    if (container.depth > kMaxPickleDepth) fail("nested deeper than " + std::to_string(kMaxPickleDepth) + " levels");
+  }
+  void push(ValuePtr value) {
+    if (stack_.size() >= kMaxPickleValues) fail("stack deeper than " + std::to_string(kMaxPickleValues));
+    stack_.push_back(std::move(value));
   }
 
   std::string read_bytes(size_t n) {
@@ -120,22 +139,33 @@ class StateDictUnpickler {
   void push_int(int64_t v) {
     auto value = make(Value::Kind::kInt);
     value->integer = v;
-    stack_.push_back(value);
+    push(value);
   }
   void push_tuple(std::vector<ValuePtr> items) {
     auto value = make(Value::Kind::kTuple);
+    for (const ValuePtr& item : items) adopt(*value, item);
     value->items = std::move(items);
-    stack_.push_back(value);
+    push(value);
+  }
+  void append(const ValuePtr& item) {
+    Value& list = *top();
+    if (list.kind != Value::Kind::kList) fail("APPEND to something not a list");
+    adopt(list, item);
+    list.items.push_back(item);
   }
   void memo_put(uint64_t index) { memo_[index] = top(); }
   void memo_get(uint64_t index) {
     const auto it = memo_.find(index);
     if (it == memo_.end()) fail("bad memo reference");
-    stack_.push_back(it->second);
+    push(it->second);
   }
   void set_items(ValuePtr& dict, const std::vector<ValuePtr>& items) {
     if (dict->kind != Value::Kind::kDict || items.size() % 2 != 0) fail("bad SETITEMS");
-    for (size_t i = 0; i < items.size(); i += 2) dict->entries.emplace_back(items[i], items[i + 1]);
+    for (size_t i = 0; i < items.size(); i += 2) {
+      adopt(*dict, items[i]);
+      adopt(*dict, items[i + 1]);
+      dict->entries.emplace_back(items[i], items[i + 1]);
+    }
   }
 
   std::vector<int64_t> ints(const ValuePtr& tuple) {
@@ -150,7 +180,8 @@ class StateDictUnpickler {
 
   ValuePtr storage(const ValuePtr& pid) {
     if (pid->kind != Value::Kind::kTuple || pid->items.size() < 5 || pid->items[0]->text != "storage" ||
-        pid->items[1]->kind != Value::Kind::kGlobal) {
+        pid->items[1]->kind != Value::Kind::kGlobal || pid->items[2]->kind != Value::Kind::kString ||
+        pid->items[4]->kind != Value::Kind::kInt) {
       fail("unknown persistent id");
     }
     auto value = make(Value::Kind::kStorage);
@@ -158,6 +189,7 @@ class StateDictUnpickler {
     const std::string key = pid->items[2]->text;
     const auto found = storages_.find(key);
     if (found != storages_.end()) {
+      if (found->second.scalar_type() != value->dtype) fail("storage " + printable(key) + " read as two types");
       value->tensor = found->second;
       return value;
     }
@@ -174,6 +206,32 @@ class StateDictUnpickler {
     return value;
   }
 
+  // A tensor's view of its storage, checked before anything is allocated: within the storage, and no
+  // more elements than the storage holds (a stride of 0 would repeat 4 bytes into terabytes), every
+  // product checked for overflow. What a view may read is then bounded by the file's own bytes.
+  void check_view(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t offset,
+                  int64_t storage_numel) {
+    if (sizes.size() != strides.size()) fail("tensor sizes and strides differ in rank");
+    if (sizes.size() > 16) fail("a tensor of more than 16 dimensions");
+    if (offset < 0) fail("negative tensor offset");
+    int64_t numel = 1, last = offset;  // last: index of the last element the view reads
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] < 0 || strides[i] < 0) fail("negative tensor size or stride");
+      if (__builtin_mul_overflow(numel, sizes[i], &numel)) fail("tensor shape overflows");
+    }
+    if (numel > storage_numel) {
+      fail("a tensor of " + std::to_string(numel) + " elements from a storage of " + std::to_string(storage_numel));
+    }
+    if (numel == 0) return;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      int64_t span = 0;
+      if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &span) || __builtin_add_overflow(last, span, &last)) {
+        fail("tensor view overflows");
+      }
+    }
+    if (last >= storage_numel) fail("tensor view exceeds its storage");
+  }
+
   ValuePtr reduce(const ValuePtr& callable, const ValuePtr& args) {
     if (callable->kind != Value::Kind::kGlobal || args->kind != Value::Kind::kTuple) fail("bad REDUCE");
     const std::string& name = callable->text;
@@ -183,18 +241,11 @@ class StateDictUnpickler {
     if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_tensor") {
       if (args->items.size() < 4 || args->items[0]->kind != Value::Kind::kStorage) fail("bad tensor record");
       const torch::Tensor& flat = args->items[0]->tensor;
+      if (args->items[1]->kind != Value::Kind::kInt) fail("bad tensor record");
       const int64_t offset = args->items[1]->integer;
       const std::vector<int64_t> sizes = ints(args->items[2]);
       const std::vector<int64_t> strides = ints(args->items[3]);
-      if (sizes.size() != strides.size()) fail("tensor sizes and strides differ in rank");
-      bool empty = false;
-      int64_t last = offset;  // index of the last element the view reads
-      for (size_t i = 0; i < sizes.size(); ++i) {
-        if (sizes[i] < 0 || strides[i] < 0) fail("negative tensor size or stride");
-        if (sizes[i] == 0) empty = true;
-        else last += (sizes[i] - 1) * strides[i];
-      }
-      if (offset < 0 || (!empty && last >= flat.numel())) fail("tensor view exceeds its storage");
+      check_view(sizes, strides, offset, flat.numel());
       auto value = make(Value::Kind::kTensor);
       value->tensor = flat.as_strided(sizes, strides, offset).clone();
       return value;
@@ -210,10 +261,13 @@ class StateDictUnpickler {
     switch (op) {
       case 0x80: read_bytes(1); break;                       // PROTO
       case 0x95: read_bytes(8); break;                       // FRAME
-      case '}': stack_.push_back(make(Value::Kind::kDict)); break;
-      case ']': stack_.push_back(make(Value::Kind::kList)); break;
+      case '}': push(make(Value::Kind::kDict)); break;
+      case ']': push(make(Value::Kind::kList)); break;
       case ')': push_tuple({}); break;
-      case '(': marks_.push_back(stack_.size()); break;
+      case '(':
+        if (marks_.size() >= kMaxPickleMarks) fail("more than " + std::to_string(kMaxPickleMarks) + " open marks");
+        marks_.push_back(stack_.size());
+        break;
       case 'q': memo_put(read_uint(1)); break;
       case 'r': memo_put(read_uint(4)); break;
       case 0x94: memo_put(memo_.size()); break;              // MEMOIZE
@@ -222,20 +276,20 @@ class StateDictUnpickler {
       case 'X': {
         auto v = make(Value::Kind::kString);
         v->text = read_bytes(read_uint(4));
-        stack_.push_back(v);
+        push(v);
         break;
       }
       case 0x8c: {                                           // SHORT_BINUNICODE
         auto v = make(Value::Kind::kString);
         v->text = read_bytes(read_uint(1));
-        stack_.push_back(v);
+        push(v);
         break;
       }
       case 'c': {
         auto v = make(Value::Kind::kGlobal);
         const std::string module = read_line();
         v->text = module + "." + read_line();
-        stack_.push_back(v);
+        push(v);
         break;
       }
       case 0x93: {                                           // STACK_GLOBAL
@@ -243,7 +297,7 @@ class StateDictUnpickler {
         const ValuePtr module = pop();
         auto v = make(Value::Kind::kGlobal);
         v->text = module->text + "." + name->text;
-        stack_.push_back(v);
+        push(v);
         break;
       }
       case 'K': push_int(static_cast<int64_t>(read_uint(1))); break;
@@ -262,17 +316,17 @@ class StateDictUnpickler {
         std::reverse(b.begin(), b.end());
         auto v = make(Value::Kind::kFloat);
         std::memcpy(&v->real, b.data(), 8);
-        stack_.push_back(v);
+        push(v);
         break;
       }
       case 0x88:
       case 0x89: {
         auto v = make(Value::Kind::kBool);
         v->integer = op == 0x88;
-        stack_.push_back(v);
+        push(v);
         break;
       }
-      case 'N': stack_.push_back(make(Value::Kind::kNone)); break;
+      case 'N': push(make(Value::Kind::kNone)); break;
       case 't': push_tuple(pop_to_mark()); break;
       case 0x85: push_tuple({pop()}); break;
       case 0x86: {
@@ -285,14 +339,10 @@ class StateDictUnpickler {
         push_tuple({a, b, c});
         break;
       }
-      case 'a': {
-        ValuePtr item = pop();
-        top()->items.push_back(item);
-        break;
-      }
+      case 'a': append(pop()); break;
       case 'e': {
         std::vector<ValuePtr> items = pop_to_mark();
-        for (auto& item : items) top()->items.push_back(item);
+        for (auto& item : items) append(item);
         break;
       }
       case 's': {
@@ -305,10 +355,10 @@ class StateDictUnpickler {
         set_items(top(), items);
         break;
       }
-      case 'Q': stack_.push_back(storage(pop())); break;     // BINPERSID
+      case 'Q': push(storage(pop())); break;           // BINPERSID
       case 'R': {
         ValuePtr args = pop(), callable = pop();
-        stack_.push_back(reduce(callable, args));
+        push(reduce(callable, args));
         break;
       }
       case 'b': pop(); break;                                // BUILD: OrderedDict._metadata, ignored
@@ -328,6 +378,7 @@ class StateDictUnpickler {
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, ValuePtr> memo_;
   std::unordered_map<std::string, torch::Tensor> storages_;
+  std::vector<ValuePtr> made_;
 };
 
 }  // namespace
@@ -339,120 +390,18 @@ StateDict state_dict(const torch::nn::Module& module) {
   return dict;
 }
 
-namespace {
-
-// ---- a pickle writer for state dicts ---------------------------------------------------------------
-// The opcodes Python's torch.save emits for an OrderedDict of tensors, nothing more: LibTorch's own
-// pickler tags the dict with torch.jit._pickle.restore_type_tag, which torch.load's default
-// weights_only=True refuses.
-class StateDictPickler {
- public:
-  void proto() { out_ += "\x80\x02"; }
-  void stop() { out_ += '.'; }
-  void mark() { out_ += '('; }
-  void tuple() { out_ += 't'; }
-  void reduce() { out_ += 'R'; }
-  void set_items() { out_ += 'u'; }
-  void persistent_id() { out_ += 'Q'; }
-  void boolean(bool value) { out_ += value ? "\x88" : "\x89"; }
-  void global(const std::string& module, const std::string& name) { out_ += "c" + module + "\n" + name + "\n"; }
-  void string(const std::string& text) {
-    out_ += 'X';
-    append_le(static_cast<std::uint32_t>(text.size()), 4);
-    out_ += text;
-  }
-  void integer(int64_t value) {
-    if (value >= INT32_MIN && value <= INT32_MAX) {
-      out_ += 'J';
-      append_le(static_cast<std::uint32_t>(static_cast<std::int32_t>(value)), 4);
-    } else {
-      out_ += "\x8a\x08";  // LONG1, eight bytes two's complement
-      append_le(static_cast<std::uint64_t>(value), 8);
-    }
-  }
-  void int_tuple(c10::IntArrayRef values) {
-    mark();
-    for (const int64_t v : values) integer(v);
-    tuple();
-  }
-  void empty_ordered_dict() {
-    global("collections", "OrderedDict");
-    out_ += ')';
-    reduce();
-  }
-  const std::string& bytes() const { return out_; }
-
- private:
-  void append_le(std::uint64_t value, int count) {
-    for (int i = 0; i < count; ++i) out_ += static_cast<char>((value >> (8 * i)) & 0xff);
-  }
-  std::string out_;
-};
-
-const char* storage_name(torch::ScalarType dtype) {
-  for (const StorageType& type : kStorageTypes) {
-    if (type.dtype == dtype) return type.name;
-  }
-  throw Error(std::string("state_dict: cannot save tensors of type ") + c10::toString(dtype));
-}
-
-}  // namespace
-
-void serialize_state_dict(const StateDict& dict, const ByteSink& sink) {
-  std::vector<torch::Tensor> storages;
-  StateDictPickler pickle;
-  pickle.proto();
-  pickle.empty_ordered_dict();
-  pickle.mark();
-  for (const auto& [name, value] : dict) {
-    const torch::Tensor tensor = value.detach().to(torch::kCPU).contiguous();
-    pickle.string(name);
-    pickle.global("torch._utils", "_rebuild_tensor_v2");
-    pickle.mark();
-    pickle.mark();  // the persistent id: ('storage', torch.XStorage, key, 'cpu', numel)
-    pickle.string("storage");
-    pickle.global("torch", storage_name(tensor.scalar_type()));
-    pickle.string(std::to_string(storages.size()));
-    pickle.string("cpu");
-    pickle.integer(tensor.numel());
-    pickle.tuple();
-    pickle.persistent_id();
-    pickle.integer(0);
-    pickle.int_tuple(tensor.sizes());
-    pickle.int_tuple(tensor.strides());
-    pickle.boolean(false);
-    pickle.empty_ordered_dict();  // backward hooks
-    pickle.tuple();
-    pickle.reduce();
-    storages.push_back(tensor);
-  }
-  pickle.set_items();
-  pickle.stop();
-
-  caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t size) {
-    sink(static_cast<const char*>(data), size);
-    return size;
-  });
-  writer.writeRecord("data.pkl", pickle.bytes().data(), pickle.bytes().size());
-  writer.writeRecord("byteorder", "little", 6);
-  for (std::size_t i = 0; i < storages.size(); ++i) {
-    writer.writeRecord("data/" + std::to_string(i), storages[i].data_ptr(), storages[i].nbytes());
-  }
-  writer.writeEndOfFile();
-}
-
-void save_state_dict(const StateDict& dict, const std::string& path) {
-  write_file_atomically(path, [&](std::ostream& out) {
-    serialize_state_dict(dict, [&](const char* data, std::size_t size) { out.write(data, static_cast<std::streamsize>(size)); });
-  });
-}
-
 StateDict parse_state_dict(const std::vector<char>& bytes, const std::string& origin) {
   try {
     const ZipArchive archive(bytes, origin);
     if (!archive.has("data.pkl")) throw CheckpointError(origin + ": not a torch.save file (no data.pkl)");
+    // torch.save records the writer's byte order; its tensors' bytes are read as this machine's.
+    if (archive.has("byteorder") && archive.get("byteorder") != "little") {
+      throw CheckpointError(origin + ": written with byte order '" + printable(archive.get("byteorder"), 16) +
+                            "'; luong reads little-endian archives only (load and save it again on a little-endian machine)");
+    }
     const std::string_view pickle = archive.get("data.pkl");
-    const ValuePtr root = StateDictUnpickler(pickle, archive, origin).run();
+    StateDictUnpickler unpickler(pickle, archive, origin);
+    const ValuePtr root = unpickler.run();
     if (root->kind != Value::Kind::kDict) throw CheckpointError(origin + ": holds no dict of tensors");
     StateDict dict;
     for (const auto& [key, value] : root->entries) {
@@ -468,16 +417,32 @@ StateDict parse_state_dict(const std::vector<char>& bytes, const std::string& or
   }
 }
 
-std::optional<std::vector<char>> read_checkpoint_file(const std::string& path) {
+std::optional<std::vector<char>> read_checkpoint_file(const std::string& path, std::uint64_t max_bytes) {
   try {
-    return read_whole_file(path);
+    return read_whole_file(path, max_bytes, "a checkpoint file of this model");
   } catch (const Error& e) {
     throw CheckpointError(e.what());
   }
 }
 
-StateDict read_state_dict(const std::string& path) {
-  const std::optional<std::vector<char>> bytes = read_checkpoint_file(path);
+std::uint64_t state_dict_size_limit(const StateDict& dict) {
+  std::uint64_t bytes = 1 << 20;
+  for (const auto& [name, tensor] : dict) {
+    // As float64, the widest a parameter is stored in, with its name, pickle record, zip headers and alignment.
+    bytes += static_cast<std::uint64_t>(tensor.numel()) * 8 + 4096 + name.size();
+  }
+  return bytes;
+}
+
+std::uint64_t state_dict_size_limit(const torch::nn::Module& module) {
+  StateDict shapes;  // the tensors themselves, wherever they live: only their sizes are read
+  for (const auto& item : module.named_parameters(true)) shapes.emplace_back(item.key(), item.value());
+  for (const auto& item : module.named_buffers(true)) shapes.emplace_back(item.key(), item.value());
+  return state_dict_size_limit(shapes);
+}
+
+StateDict read_state_dict(const std::string& path, std::uint64_t max_bytes) {
+  const std::optional<std::vector<char>> bytes = read_checkpoint_file(path, max_bytes);
   if (!bytes) throw CheckpointError(path + ": cannot open checkpoint");
   if (bytes->empty()) throw CheckpointError(path + ": checkpoint is empty");
   return parse_state_dict(*bytes, path);
@@ -487,6 +452,8 @@ void load_state_dict(torch::nn::Module& module, const StateDict& dict, const std
   std::unordered_map<std::string, torch::Tensor> by_name(dict.begin(), dict.end());
   std::vector<std::string> missing;
   std::vector<std::string> mismatched;
+  std::vector<std::string> not_floating;
+  std::vector<std::string> non_finite;
   std::vector<std::pair<torch::Tensor, torch::Tensor>> copies;
   const auto visit = [&](const std::string& name, torch::Tensor& target) {
     const auto it = by_name.find(name);
@@ -494,19 +461,25 @@ void load_state_dict(torch::nn::Module& module, const StateDict& dict, const std
       missing.push_back(printable(name));
       return;
     }
-    if (it->second.sizes() != target.sizes()) {
+    const torch::Tensor& source = it->second;
+    if (source.sizes() != target.sizes()) {
       std::ostringstream line;
-      line << printable(name) << " " << it->second.sizes() << " vs model " << target.sizes();
+      line << printable(name) << " " << source.sizes() << " vs model " << target.sizes();
       mismatched.push_back(line.str());
+    } else if (target.is_floating_point() && !source.is_floating_point()) {
+      // Integers and booleans would be converted without a word: not weights, whatever their shape.
+      not_floating.push_back(printable(name) + " (" + c10::toString(source.scalar_type()) + ")");
+    } else if (source.is_floating_point() && !torch::isfinite(source).all().item<bool>()) {
+      non_finite.push_back(printable(name));
     } else {
-      copies.emplace_back(target, it->second);
+      copies.emplace_back(target, source);
     }
     by_name.erase(it);
   };
   for (auto& item : module.named_parameters(true)) visit(item.key(), item.value());
   for (auto& item : module.named_buffers(true)) visit(item.key(), item.value());
 
-  if (!missing.empty() || !mismatched.empty() || !by_name.empty()) {
+  if (!missing.empty() || !mismatched.empty() || !not_floating.empty() || !non_finite.empty() || !by_name.empty()) {
     std::ostringstream message;
     message << origin << ": state_dict does not match the model;";
     const auto list = [&](const char* label, const std::vector<std::string>& names) {
@@ -522,6 +495,8 @@ void load_state_dict(torch::nn::Module& module, const StateDict& dict, const std
     list("missing", missing);
     list("unexpected", unexpected);
     list("mis-shaped", mismatched);
+    list("not floating-point", not_floating);
+    list("holding NaN or Inf", non_finite);
     std::string text = message.str();
     text.pop_back();
     throw CheckpointError(text);

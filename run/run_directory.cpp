@@ -33,6 +33,51 @@ RunPaths::RunPaths(std::string run_dir) : dir(std::move(run_dir)) {
   profile = (d / "profile.json").string();
 }
 
+namespace {
+
+// The files of a trained model: a fresh run refuses a directory holding any, unless told to overwrite.
+std::vector<std::string> model_files(const RunPaths& paths) {
+  return {paths.checkpoint, paths.model, paths.best_model, paths.averaged_model, paths.ema_model, paths.epochs};
+}
+
+// Every other file a run writes, whose place a link or a FIFO may not take either.
+std::vector<std::string> other_run_files(const RunPaths& paths) {
+  return {paths.config,   paths.source_vocab, paths.target_vocab, paths.source_spm, paths.target_spm, paths.loss_csv,
+          paths.loss_png, paths.test,         paths.dev,          paths.truecase,   paths.profile};
+}
+
+}  // namespace
+
+// Before any work: a link, FIFO or device where the run will write is refused now, not epochs later.
+void check_run_files(const RunPaths& paths) {
+  for (const std::string& path : model_files(paths)) {
+    check_own_path(path, path == paths.checkpoint || path == paths.epochs);
+  }
+  for (const std::string& path : other_run_files(paths)) check_own_path(path);
+}
+
+// A fresh run in a directory that holds a trained model: refused, or with --overwrite every file a
+// run writes removed first (none that luong does not name), so that nothing of the old run is left
+// beside the new one.
+void clear_previous_run(const RunPaths& paths, bool overwrite) {
+  std::vector<std::string> present;
+  for (const std::string& path : model_files(paths)) {
+    if (fs::exists(fs::symlink_status(path))) present.push_back(fs::path(path).filename().string());
+  }
+  if (present.empty()) return;
+  if (!overwrite) {
+    throw Error(printable(paths.dir) + " already holds a run (" + present.front() +
+                "); use --resume to continue it, --overwrite to replace it, or choose another --out");
+  }
+  std::vector<std::string> files = model_files(paths);
+  for (const std::string& path : other_run_files(paths)) files.push_back(path);
+  for (const std::string& path : files) {
+    if (const std::error_code ec = remove_tree(path)) {
+      throw Error(printable(path) + ": cannot remove for --overwrite (" + ec.message() + ")");
+    }
+  }
+}
+
 TrainedModel load_trained_model(const std::string& run_dir, const torch::Device& device, WeightsChoice weights) {
   if (!fs::is_directory(run_dir)) throw Error(printable(run_dir) + ": no such run directory");
   const RunPaths paths(run_dir);
@@ -62,7 +107,8 @@ TrainedModel load_trained_model(const std::string& run_dir, const torch::Device&
                                                                : std::string("training never finished an epoch?")) +
                           ")");
   }
-  models::load_state_dict(*out.model, models::read_state_dict(out.weights), out.weights);
+  models::load_state_dict(*out.model, models::read_state_dict(out.weights, models::state_dict_size_limit(*out.model)),
+                          out.weights);
   out.model->to(out.device, out.config.scalar_type());
   out.model->eval();
   return out;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,8 +49,21 @@ std::string holder(int fd) {
 RunLock::RunLock(const std::string& run_dir) {
   check_directory(run_dir);
   const std::string path = (fs::path(run_dir) / ".lock").string();
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // The lock is written (its holder's pid): never through a link, nor into a file another name shares.
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd_ < 0 && errno == ELOOP) {
+    throw Error(printable(path) + ": is a symbolic link; luong does not write through links in a run directory (remove it)");
+  }
   if (fd_ < 0) throw Error(printable(path) + ": cannot open (" + std::strerror(errno) + ")");
+  struct stat status {};
+  if (::fstat(fd_, &status) != 0 || !S_ISREG(status.st_mode) || status.st_nlink != 1) {
+    const bool linked = S_ISREG(status.st_mode) && status.st_nlink > 1;
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(printable(path) + (linked ? ": has " + std::to_string(status.st_nlink) +
+                                                " hard links; luong writes its lock only into a file of its own (remove it)"
+                                          : std::string(": is not a regular file (remove it)")));
+  }
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const std::string pid = holder(fd_);
     ::close(fd_);

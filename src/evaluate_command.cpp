@@ -60,8 +60,14 @@ int evaluate_command(int argc, char** argv) {
   // Teacher-forced loss over every pair, then free decoding for BLEU and chrF.
   std::vector<data::FilteredPair> filtered;
   for (const auto& p : pairs) filtered.push_back({p.source, p.target, p.line});
+  std::size_t cut = 0;
   const auto encoded = data::encode_pairs(filtered, *trained.source_tokenizer, *trained.target_tokenizer,
-                                          *trained.source_vocab, *trained.target_vocab, trained.config.reverse_source);
+                                          *trained.source_vocab, *trained.target_vocab, trained.config.reverse_source,
+                                          evaluation::kMaxSentenceTokens, &cut);
+  if (cut > 0) {
+    std::fprintf(stderr, "luong evaluate: warning: %zu pair%s longer than %d tokens a side %s cut there\n", cut,
+                 cut == 1 ? "" : "s", evaluation::kMaxSentenceTokens, cut == 1 ? "was" : "were");
+  }
   data::BatchingOptions batching;
   batching.batch_size = search.batch;
   // The teacher-forced loss is a single model's (the first one's in an ensemble).

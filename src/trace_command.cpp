@@ -53,7 +53,7 @@ void write_csv(const evaluation::Translation& t, const std::string& path) {
         out << row;
       }
     }
-  });
+  }, WriteTarget::kNamedByUser);
 }
 
 void write_heat_map(const evaluation::Translation& t, const std::string& path) {
@@ -65,7 +65,7 @@ void write_heat_map(const evaluation::Translation& t, const std::string& path) {
   map.title = "attention";
   map.x_label = "source token";
   map.y_label = "produced token";
-  save_heat_map(map, path);
+  save_heat_map(map, path, 30, WriteTarget::kNamedByUser);
 }
 
 }  // namespace

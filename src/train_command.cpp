@@ -14,7 +14,8 @@ int train_command(int argc, char** argv) {
   add_flags(parser, run::TrainConfig{});
   parser.add_options("training")
       ("config", "start from this config.json (flags given here override it)", cxxopts::value<std::string>())
-      ("resume", "continue the run in --out from its last checkpoint (only runtime, --epochs, --max-time, --precision, --lr, --clip, --patience and --profile-steps may change)");
+      ("resume", "continue the run in --out from its last checkpoint (only runtime, --epochs, --max-time, --precision, --lr, --clip, --patience and --profile-steps may change)")
+      ("overwrite", "start afresh in an --out that holds a trained model, removing the files of that run first");
   training::DistributedOptions distributed = training::DistributedOptions::from_environment();
   add_flags(parser, distributed);
   cxxopts::ParseResult result;
@@ -22,7 +23,7 @@ int train_command(int argc, char** argv) {
   apply_flags(result, distributed);
   distributed.validate();
 
-  const bool resume = result.count("resume") > 0;
+  const bool resume = flag_given(result, "resume");
   // Ranks other than 0 take the run's configuration from rank 0 and need no run directory.
   const bool follower = distributed.enabled() && distributed.rank != 0;
   run::TrainConfig config;
@@ -37,7 +38,7 @@ int train_command(int argc, char** argv) {
     config = run::TrainConfig::load(result["config"].as<std::string>());
   }
   apply_flags(result, config);
-  const training::TrainResult trained = training::train(config, resume, distributed);
+  const training::TrainResult trained = training::train(config, resume, distributed, flag_given(result, "overwrite"));
   if (trained.interrupted) return 130;
   if (!follower) std::cerr << "luong train: done; model in " << config.out << "/model.pt" << std::endl;
   return 0;

@@ -30,7 +30,9 @@ int translate_command(int argc, char** argv) {
 
   // Lines are read in chunks so that memory stays bounded however long the input is; every input
   // line gives exactly one output line. A chunk holds 16 batches, which the translator groups by
-  // source length.
+  // source length, or 8 MiB of text, whichever comes first (16 batches of long lines would be gigabytes).
+  constexpr std::size_t kChunkBytes = std::size_t{8} << 20;
+  std::size_t chunk_bytes = 0;
   std::ios::sync_with_stdio(false);
   std::vector<std::string> chunk;
   std::string line;
@@ -54,6 +56,7 @@ int translate_command(int argc, char** argv) {
     sentences += chunk.size();
     check_written(std::cout, "stdout");
     chunk.clear();
+    chunk_bytes = 0;
   };
   for (LineStatus status; (status = read_line(std::cin, line)) != LineStatus::kEnd;) {
     if (status == LineStatus::kTooLong) {
@@ -65,12 +68,13 @@ int translate_command(int argc, char** argv) {
       line.clear();
     }
     chunk.push_back(data::sanitize_utf8(line));
-    if (static_cast<std::int64_t>(chunk.size()) >= search.batch * 16) flush();
+    chunk_bytes += chunk.back().size();
+    if (static_cast<std::int64_t>(chunk.size()) >= search.batch * 16 || chunk_bytes >= kChunkBytes) flush();
   }
   if (std::cin.bad()) throw Error("stdin: read error");
   flush();
   if (too_long > 1) std::fprintf(stderr, "luong translate: warning: %zu lines were longer than 1 MiB\n", too_long);
-  if (result.count("stats")) {
+  if (flag_given(result, "stats")) {
     std::fprintf(stderr, "luong translate: %zu sentences in %.3f s, %.0f sentences/s (tokenising, search, detokenising)\n",
                  sentences, seconds, seconds > 0 ? static_cast<double>(sentences) / seconds : 0.0);
   }

@@ -5,13 +5,17 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <memory>
+#include <thread>
 
 #include "luong/data_pipeline/batching.h"
 #include "luong/models/state_dict.h"
 #include "luong/util/atomic_file.h"
+#include "run_files.h"
 #include "subprocess.h"
+#include "test_paths.h"
 
 namespace luong {
 namespace {
@@ -39,7 +43,7 @@ class Port {
     socklen_t length = sizeof address;
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
     number_ = ntohs(address.sin_port);
-    if (listen) ::listen(fd_, 1);
+    if (listen) ::listen(fd_, 16);
   }
   ~Port() { close(); }
   void close() {
@@ -47,6 +51,7 @@ class Port {
     fd_ = -1;
   }
   int number() const { return number_; }
+  int fd() const { return fd_; }
 
  private:
   int fd_ = -1;
@@ -85,7 +90,7 @@ std::vector<int> run_ranks(const std::string& args, int world, const std::string
 }
 
 double max_difference(const std::string& a, const std::string& b) {
-  const auto x = models::read_state_dict(a), y = models::read_state_dict(b);
+  const auto x = models::read_state_dict(a, test::kStateDictBytes), y = models::read_state_dict(b, test::kStateDictBytes);
   EXPECT_EQ(x.size(), y.size());
   double worst = 0;
   for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i) {
@@ -183,7 +188,7 @@ TEST(DataParallelTest, ADeadRankMakesTheOthersExitWithAClearError) {
   EXPECT_NE(rank0.output().find("rank 0 of 2"), std::string::npos) << rank0.output();
   EXPECT_NE(rank0.output().find("another rank"), std::string::npos) << rank0.output();
   // Its last checkpoint is intact.
-  EXPECT_NO_THROW(models::read_state_dict(out + "/checkpoint/model.pt"));
+  EXPECT_NO_THROW(models::read_state_dict(out + "/checkpoint/model.pt", test::kStateDictBytes));
 }
 
 TEST(DataParallelTest, RendezvousMistakesAreClearErrors) {
@@ -216,6 +221,111 @@ TEST(DataParallelTest, RendezvousMistakesAreClearErrors) {
     EXPECT_NE(bad.output().find("--rank 2 is outside the world of 2 ranks"), std::string::npos) << bad.output();
   }
   for (const char* run : {"a", "b", "c", "d"}) EXPECT_FALSE(fs::exists(out + "/" + run + "/checkpoint")) << run;
+}
+
+// 2 ranks with dropout, two epochs straight through, and one epoch then --resume: the same bits.
+// (Before, rank 1 re-seeded its dropout from the epoch at each start, so a resumed run drew other masks.)
+TEST(DataParallelTest, ResumeIsBitExactAgainstTheUninterruptedRun) {
+  const std::string args = kRun + "--dropout 0.3 ";
+  const std::string straight = scratch("dropout_straight");
+  const std::string halves = scratch("dropout_halves");
+  std::string output;
+  for (const int status : run_ranks(args + "--epochs 2 --out " + straight, 2, straight, &output)) ASSERT_EQ(status, 0) << output;
+  for (const int status : run_ranks(args + "--epochs 1 --out " + halves, 2, halves, &output)) ASSERT_EQ(status, 0) << output;
+  for (const int status : run_ranks("train --resume --epochs 2 --threads 1 --dist-timeout 30 --out " + halves, 2,
+                                    halves + ".resume", &output)) {
+    ASSERT_EQ(status, 0) << output;
+  }
+  EXPECT_TRUE(test::same_weights(straight + "/model.pt", halves + "/model.pt"));
+  EXPECT_EQ(test::read_file(straight + "/checkpoint/optimizer.pt"), test::read_file(halves + "/checkpoint/optimizer.pt"));
+}
+
+// A peer that is not what a rank expects at its address: whatever it does, the rank ends with one line
+// of its own (no c10d log) within --dist-timeout and a bounded slack.
+class FakeStore {
+ public:
+  enum class Behaviour { kGarbage, kClose, kSilent };
+  explicit FakeStore(Behaviour behaviour) : listening_(true), behaviour_(behaviour) {
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FakeStore() {
+    stop_ = true;
+    ::shutdown(listening_.fd(), SHUT_RDWR);
+    thread_.join();
+    for (const int fd : accepted_) ::close(fd);
+  }
+  int port() const { return listening_.number(); }
+
+ private:
+  void serve() {
+    while (!stop_) {
+      const int fd = ::accept(listening_.fd(), nullptr, nullptr);
+      if (fd < 0) return;
+      accepted_.push_back(fd);
+      if (behaviour_ == Behaviour::kGarbage) {
+        const std::string garbage = std::string(256, '\xde') + "HTTP/1.1 200 OK\r\n\r\n";
+        (void)!::send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL);
+      } else if (behaviour_ == Behaviour::kClose) {
+        ::close(fd);
+        accepted_.pop_back();
+      }
+    }
+  }
+  Port listening_;
+  Behaviour behaviour_;
+  std::atomic<bool> stop_{false};
+  std::vector<int> accepted_;
+  std::thread thread_;
+};
+
+void expect_one_line_within(test::Subprocess& rank, double limit, const std::string& expected, const std::string& what) {
+  const auto start = std::chrono::steady_clock::now();
+  const int status = rank.wait(std::chrono::seconds(120));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string output = rank.output();
+  std::printf("%s: exit %d after %.1f s: %s", what.c_str(), status, seconds, output.c_str());
+  EXPECT_EQ(status, 2) << what << "\n" << output;
+  EXPECT_LT(seconds, limit) << what;
+  EXPECT_EQ(std::count(output.begin(), output.end(), '\n'), 1) << what << "\n" << output;
+  EXPECT_NE(output.find(expected), std::string::npos) << what << "\n" << output;
+  EXPECT_EQ(output.find("[c10d]"), std::string::npos) << what;
+}
+
+TEST(DataParallelTest, FaultsAtTheRendezvousAreOneLineWithinTheirBound) {
+  const std::string out = scratch("faults");
+  const std::string args = kRun + "--epochs 1 --dist-timeout 4 --out " + out;
+  for (const auto& [behaviour, name] : std::vector<std::pair<FakeStore::Behaviour, std::string>>{
+           {FakeStore::Behaviour::kGarbage, "a garbage store"},
+           {FakeStore::Behaviour::kClose, "a store that closes"},
+           {FakeStore::Behaviour::kSilent, "a silent store"}}) {
+    FakeStore store(behaviour);
+    test::Subprocess rank1(args + rank_flags(1, 2, store.port()), out + ".fake.log");
+    expect_one_line_within(rank1, 30, "rank 1 of 2: ", name);
+  }
+  {  // rank 0 never starts
+    test::Subprocess rank1(args + rank_flags(1, 2, free_port()), out + ".alone.log");
+    expect_one_line_within(rank1, 30, "could not reach rank 0", "no rank 0");
+  }
+  {  // rank 0 stalls (SIGSTOP) after it accepted the connection
+    const int port = free_port();
+    test::Subprocess rank0(args + rank_flags(0, 2, port), out + ".stalled0.log");
+    ::usleep(1500000);
+    rank0.signal(SIGSTOP);
+    test::Subprocess rank1(args + "1" + rank_flags(1, 2, port), out + ".stalled1.log");
+    expect_one_line_within(rank1, 30, "did not finish within 13 s (--dist-timeout 4", "a stalled rank 0");
+    rank0.signal(SIGKILL);
+  }
+  {  // a world of 1,000 that never fills, and a duplicate rank
+    test::Subprocess rank0(args + "w" + rank_flags(0, 1000, free_port()), out + ".world.log");
+    expect_one_line_within(rank0, 30, "only 1 of 1000 ranks joined", "--world-size 1000");
+    const int port = free_port();
+    test::Subprocess first(args + "d" + rank_flags(0, 3, port), out + ".dup0.log");
+    test::Subprocess second(args + "d" + rank_flags(1, 3, port), out + ".dup1.log");
+    ::usleep(1000000);
+    test::Subprocess duplicate(args + "d" + rank_flags(1, 3, port), out + ".dup2.log");
+    expect_one_line_within(duplicate, 30, "another process already joined", "a duplicate rank 1");
+    expect_one_line_within(first, 30, "only 2 of 3 ranks joined", "rank 0 beside a duplicate");
+  }
 }
 
 }  // namespace

@@ -12,8 +12,7 @@
 #include "luong/util/atomic_file.h"
 #include "luong/util/json.h"
 #include "luong/util/threads.h"
-#include "run_files.h"
-#include "subprocess.h"
+#include "command_runs.h"
 #include "test_paths.h"
 
 namespace luong {
@@ -23,29 +22,18 @@ namespace fs = std::filesystem;
 using test::read_file;
 using test::snapshot;
 
-std::string scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "luong_hostile_test" / std::to_string(::getpid()) / name;
-  luong::remove_tree(dir);
-  fs::create_directories(dir.parent_path());
-  return dir.string();
-}
-
-void write(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+std::string scratch(const std::string& name) { return test::scratch_path("luong_hostile_test", name); }
+void write(const std::string& path, const std::string& bytes) { test::write_bytes(path, bytes); }
 
 const std::string kSmall =
     "train --data builtin:numbers --train-size 128 --dev-size 16 --test-size 16 --hidden 16 --embed 8 --batch 32 "
     "--threads 1 ";
 
-struct Outcome {
-  int status;
-  std::string output;
-};
+using test::Outcome;
 
 Outcome run(const std::string& args, const std::string& log, const std::string& stdin_path = "/dev/null",
             const std::string& stdout_path = "") {
-  test::Subprocess process(args, log, {}, stdin_path, stdout_path);
-  const int status = process.wait();
-  return {status, process.output()};
+  return test::run_command(args, log, stdin_path, stdout_path);
 }
 
 // The checkpoint's manifest rewritten to vouch for `file` as it is now: what a forger must do to get
@@ -286,7 +274,7 @@ TEST_F(HostileInputTest, EchoedInputIsEscaped) {
       {"evaluate", "--model", "/no/\033[2Jrun\nhere"}};
   for (const auto& args : cases) {
     test::Subprocess process(args, dir + "/x.log", {}, "/dev/null", "");
-    const Outcome outcome{process.wait(), process.output()};
+    const Outcome outcome{process.wait(), process.output(), 0};
     EXPECT_EQ(outcome.status, 2) << outcome.output;
     EXPECT_EQ(std::count(outcome.output.begin(), outcome.output.end(), '\n'), 1) << outcome.output;
     EXPECT_EQ(outcome.output.find('\033'), std::string::npos) << outcome.output;

@@ -16,7 +16,7 @@ namespace {
 class NotebookParityTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (auto& [name, tensor] : read_state_dict(test::fixture("notebook_parity.pt"))) expected_[name] = tensor;
+    for (auto& [name, tensor] : read_state_dict(test::fixture("notebook_parity.pt"), test::kStateDictBytes)) expected_[name] = tensor;
   }
   StateDict with_prefix(const std::string& prefix) {
     StateDict out;

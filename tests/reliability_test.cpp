@@ -14,8 +14,7 @@
 #include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
 #include "luong/util/json.h"
-#include "run_files.h"
-#include "subprocess.h"
+#include "command_runs.h"
 #include "test_paths.h"
 
 namespace luong {
@@ -23,18 +22,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Per process: ctest runs each test in its own process, in parallel, and each sets up the suite.
-std::string scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "luong_reliability_test" / std::to_string(::getpid()) / name;
-  luong::remove_tree(dir);
-  fs::create_directories(dir.parent_path());
-  return dir.string();
-}
+std::string scratch(const std::string& name) { return test::scratch_path("luong_reliability_test", name); }
 
 using test::read_file;
 using test::same_weights;
 
-void write(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+void write(const std::string& path, const std::string& bytes) { test::write_bytes(path, bytes); }
 
 const std::string kSmall =
     "train --data builtin:numbers --train-size 256 --dev-size 32 --test-size 32 --hidden 24 --embed 12 --batch 32 "
@@ -54,37 +47,11 @@ int run_killed_at(int point, const std::string& args, const std::string& log) {
 using test::snapshot;
 
 
-class ReliabilityTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    trained_ = new std::string(scratch("trained"));
-    // Not ASSERT: gtest reports a fatal failure here as skipped tests, which ctest counts as skipped.
-    setup_failure_ = new std::string;
-    if (const int status = run(kSmall + "--epochs 1 --out " + *trained_, *trained_ + ".log"); status != 0) {
-      *setup_failure_ = "exit status " + std::to_string(status) + ": " + read_file(*trained_ + ".log");
-    }
-  }
-  void SetUp() override {
-    if (!setup_failure_->empty()) FAIL() << "training the shared run failed: " << *setup_failure_;
-  }
-  static void TearDownTestSuite() {
-    luong::remove_tree(fs::path(*trained_).parent_path());
-    delete trained_;
-    delete setup_failure_;
-  }
-
-  // A copy of the trained run, to be damaged.
-  static std::string copy_of_trained(const std::string& name) {
-    const std::string dir = scratch(name);
-    fs::copy(*trained_, dir, fs::copy_options::recursive);
-    return dir;
-  }
-
-  static std::string* trained_;
-  static std::string* setup_failure_;
+struct ReliabilitySuite {
+  static constexpr const char* kFolder = "luong_reliability_test";
+  static std::string training() { return kSmall + "--epochs 1"; }
 };
-std::string* ReliabilityTest::trained_ = nullptr;
-std::string* ReliabilityTest::setup_failure_ = nullptr;
+class ReliabilityTest : public test::TrainedRunTest<ReliabilitySuite> {};
 
 // One `luong: ...` line and exit status 2, with the run directory byte for byte unchanged.
 void expect_clean_refusal(const std::string& args, const std::string& dir, const std::string& expected) {
@@ -133,29 +100,30 @@ TEST(RemoveTreeTest, ReportsWhatItCannotReach) {
 // (/proc/self/status says 0), nothing where it is missing, and a one-line error for a directory.
 TEST(ReadWholeFileTest, ReadsEveryByteAndRefusesADirectory) {
   const fs::path root = scratch("read_whole_file");
+  constexpr std::uint64_t kBound = std::uint64_t{16} << 20;
   fs::create_directories(root);
   std::string large(3 * 1024 * 1024 + 17, '\0');
   std::mt19937 random(5);
   for (char& c : large) c = static_cast<char>(random());
   write((root / "large").string(), large);
   write((root / "empty").string(), "");
-  const std::optional<std::vector<char>> large_read = read_whole_file((root / "large").string());
+  const std::optional<std::vector<char>> large_read = read_whole_file((root / "large").string(), kBound, "a test file");
   ASSERT_TRUE(large_read.has_value());
   EXPECT_EQ(std::string(large_read->begin(), large_read->end()), large);
-  const std::optional<std::vector<char>> empty_read = read_whole_file((root / "empty").string());
+  const std::optional<std::vector<char>> empty_read = read_whole_file((root / "empty").string(), kBound, "a test file");
   ASSERT_TRUE(empty_read.has_value());
   EXPECT_TRUE(empty_read->empty());
-  const std::optional<std::vector<char>> status = read_whole_file("/proc/self/status");
+  const std::optional<std::vector<char>> status = read_whole_file("/proc/self/status", kBound, "a test file");
   ASSERT_TRUE(status.has_value());
   const std::string status_text(status->begin(), status->end());
   EXPECT_EQ(status_text.rfind("Name:", 0), 0u) << status_text.substr(0, 40);
   EXPECT_NE(status_text.find("VmRSS:"), std::string::npos) << "the whole of a file whose size reads as 0";
-  EXPECT_FALSE(read_whole_file((root / "missing").string()).has_value());
+  EXPECT_FALSE(read_whole_file((root / "missing").string(), kBound, "a test file").has_value());
   try {
-    read_whole_file(root.string());
+    read_whole_file(root.string(), kBound, "a test file");
     ADD_FAILURE() << "a directory was read";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot read (Is a directory)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot read (a directory, not a regular file)"), std::string::npos) << e.what();
   }
 }
 
@@ -221,7 +189,7 @@ TEST_F(ReliabilityTest, CorruptTruncatedOrMismatchedCheckpointsAreRefused) {
 
 // The loader never crashes, however a checkpoint is cut short.
 TEST_F(ReliabilityTest, EveryPrefixOfACheckpointIsRefusedCleanly) {
-  const std::string bytes = read_file(*trained_ + "/model.pt");
+  const std::string bytes = read_file(trained() + "/model.pt");
   int refused = 0;
   for (std::size_t length = 0; length < bytes.size(); ++length) {
     try {
@@ -236,8 +204,9 @@ TEST_F(ReliabilityTest, EveryPrefixOfACheckpointIsRefusedCleanly) {
 }
 
 // SIGKILL between every two steps of every save (the crash helper walks the save points): the last
-// complete checkpoint always loads, and --resume (or a fresh start, before the first checkpoint)
-// ends with the parameters of a run that was never killed.
+// complete checkpoint always loads, and --resume (or a fresh start, before the first checkpoint;
+// with --overwrite where the first epoch's model.pt was written before the kill) ends with the
+// parameters of a run that was never killed.
 TEST_F(ReliabilityTest, SigkillAtEverySavePointLeavesALoadableCheckpoint) {
   const std::string args = kSmall + "--epochs 2 --train-size 64 ";
   const std::string straight = scratch("kill_straight");
@@ -252,12 +221,13 @@ TEST_F(ReliabilityTest, SigkillAtEverySavePointLeavesALoadableCheckpoint) {
     ++kills;
     const std::string checkpoint = dir + "/checkpoint";
     if (fs::exists(checkpoint)) {
-      EXPECT_NO_THROW(models::read_state_dict(checkpoint + "/model.pt")) << "kill point " << point;
+      EXPECT_NO_THROW(models::read_state_dict(checkpoint + "/model.pt", test::kStateDictBytes)) << "kill point " << point;
       EXPECT_NO_THROW(Json::parse(read_file(checkpoint + "/state.json"))) << "kill point " << point;
       const int resumed = run("train --resume --threads 1 --out " + dir, dir + ".resume.log");
       ASSERT_EQ(resumed, 0) << "kill point " << point << ": " << read_file(dir + ".resume.log");
     } else {
-      const int restarted = run(args + "--out " + dir, dir + ".restart.log");
+      const bool exported = fs::exists(dir + "/model.pt");
+      const int restarted = run(args + (exported ? "--overwrite " : "") + "--out " + dir, dir + ".restart.log");
       ASSERT_EQ(restarted, 0) << "kill point " << point << ": " << read_file(dir + ".restart.log");
     }
     EXPECT_TRUE(same_weights(straight + "/model.pt", dir + "/model.pt")) << "kill point " << point;
@@ -350,7 +320,7 @@ TEST_F(ReliabilityTest, TranslateSurvivesTenThousandHostileLines) {
     input += line + "\n";
   }
   write(dir + "/input.txt", input);
-  test::Subprocess translate("translate --threads 2 --model " + *trained_, dir + "/stderr.log", {},
+  test::Subprocess translate("translate --threads 2 --model " + trained(), dir + "/stderr.log", {},
                              dir + "/input.txt", dir + "/output.txt");
   ASSERT_EQ(translate.wait(std::chrono::minutes(5)), 0) << translate.output();
   const std::string output = read_file(dir + "/output.txt");

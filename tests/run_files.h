@@ -7,6 +7,7 @@
 #include <string>
 
 #include "luong/models/state_dict.h"
+#include "test_paths.h"
 
 namespace luong::test {
 
@@ -31,7 +32,7 @@ inline std::map<std::string, std::string> snapshot(const std::string& dir) {
 
 /// Whether two state_dict files hold the same names and bit-identical tensors.
 inline bool same_weights(const std::string& a, const std::string& b) {
-  const auto x = models::read_state_dict(a), y = models::read_state_dict(b);
+  const auto x = models::read_state_dict(a, test::kStateDictBytes), y = models::read_state_dict(b, test::kStateDictBytes);
   if (x.size() != y.size()) return false;
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (x[i].first != y[i].first || !x[i].second.equal(y[i].second)) return false;

@@ -52,7 +52,7 @@ TEST(StateDictTest, CppRoundTrip) {
   const std::string path = temp("luong_sd_roundtrip.pt");
   save_state_dict(state_dict(*a), path);
   EXPECT_FALSE(same_parameters(*a, *b));
-  load_state_dict(*b, read_state_dict(path), path);
+  load_state_dict(*b, read_state_dict(path, test::kStateDictBytes), path);
   EXPECT_TRUE(same_parameters(*a, *b));
   fs::remove(path);
 }
@@ -70,7 +70,7 @@ TEST(StateDictTest, CppToPythonToCpp) {
                               "')\"";
   ASSERT_EQ(std::system(command.c_str()), 0);
   Seq2Seq loaded = small_model();
-  load_state_dict(*loaded, read_state_dict(py_path), py_path);
+  load_state_dict(*loaded, read_state_dict(py_path, test::kStateDictBytes), py_path);
   const StateDict original = state_dict(*model), doubled = state_dict(*loaded);
   for (std::size_t i = 0; i < original.size(); ++i) {
     EXPECT_TRUE(doubled[i].second.equal(original[i].second * 2)) << original[i].first;
@@ -82,7 +82,7 @@ TEST(StateDictTest, CppToPythonToCpp) {
 TEST(StateDictTest, PythonStateDictImports) {
   // notebook_parity.pt was written by Python's torch.save of an OrderedDict (with _metadata-free
   // entries); the parity tests load it into models.
-  const StateDict dict = read_state_dict(test::fixture("notebook_parity.pt"));
+  const StateDict dict = read_state_dict(test::fixture("notebook_parity.pt"), test::kStateDictBytes);
   EXPECT_EQ(dict.size(), 28u);
   EXPECT_EQ(dict[0].first, "dot.query");
   EXPECT_EQ(dict[0].second.sizes(), (torch::IntArrayRef{3, 8}));
@@ -125,7 +125,7 @@ TEST(StateDictTest, CorruptAndTruncatedFilesAreCheckpointErrors) {
   }
   std::vector<char> garbage(bytes.size(), 'x');
   EXPECT_THROW(parse_state_dict(garbage, "garbage"), CheckpointError);
-  EXPECT_THROW(read_state_dict(temp("does_not_exist.pt")), CheckpointError);
+  EXPECT_THROW(read_state_dict(temp("does_not_exist.pt"), test::kStateDictBytes), CheckpointError);
   fs::remove(path);
 }
 

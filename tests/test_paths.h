@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace luong::test {
@@ -13,6 +14,9 @@ inline constexpr long kBoundedPeakKiB = (1024L + 1536L) * 1024L;
 #else
 inline constexpr long kBoundedPeakKiB = 1024L * 1024L;
 #endif
+/// A bound for the state dicts the tests read back: far above any test model's.
+inline constexpr std::uint64_t kStateDictBytes = std::uint64_t{1} << 30;
+
 inline std::string shared_corpus() { return std::string(LUONG_SHARED_DIR) + "/data/tatoeba-ara-eng/ara-eng.tsv"; }
 
 }  // namespace luong::test

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cerrno>
@@ -30,8 +31,8 @@ std::uint32_t crc32_update(std::uint32_t crc, const char* data, std::size_t size
 
 std::uint32_t crc32_of(const std::vector<char>& bytes) { return crc32_update(0, bytes.data(), bytes.size()); }
 
-std::vector<char> read_bytes(const std::string& path) {
-  std::optional<std::vector<char>> bytes = models::read_checkpoint_file(path);
+std::vector<char> read_bytes(const std::string& path, std::uint64_t max_bytes) {
+  std::optional<std::vector<char>> bytes = models::read_checkpoint_file(path, max_bytes);
   if (!bytes) throw CheckpointError(printable(path) + ": missing");
   return std::move(*bytes);
 }
@@ -77,13 +78,26 @@ void exchange_into_place(const std::string& staging, const std::string& checkpoi
   crash_test::save_point();
 }
 
+}  // namespace
+
+std::uint64_t Checkpointer::file_size_limit(const std::string& name, std::uint64_t weights) {
+  if (name == "model.pt" || name == "ema.pt") return weights;
+  if (name == "optimizer.pt") return 2 * weights + (std::uint64_t{1} << 20);  // two moments, and step counts
+  if (name == "rng.pt") return std::uint64_t{16} << 20;                         // the generators' states
+  if (name == "state.json") return std::uint64_t{64} << 20;                     // a record per epoch
+  return kMaxJsonFileBytes;                                                      // manifest.json
+}
+
+namespace {
+
 // Every file the manifest lists, checked for size and CRC-32; nothing else is trusted.
-std::map<std::string, std::vector<char>> read_verified(const std::string& checkpoint, bool with_ema) {
+std::map<std::string, std::vector<char>> read_verified(const std::string& checkpoint, bool with_ema,
+                                                       std::uint64_t weights) {
   const std::string manifest_path = (fs::path(checkpoint) / "manifest.json").string();
   if (!fs::exists(manifest_path)) {
     throw CheckpointError(printable(manifest_path) + ": missing (the checkpoint is incomplete or from an older luong)");
   }
-  const std::vector<char> manifest_bytes = read_bytes(manifest_path);
+  const std::vector<char> manifest_bytes = read_bytes(manifest_path, Checkpointer::file_size_limit("manifest.json", weights));
   Json manifest;
   try {
     manifest = parse_json(std::string(manifest_bytes.begin(), manifest_bytes.end()), printable(manifest_path));
@@ -104,7 +118,7 @@ std::map<std::string, std::vector<char>> read_verified(const std::string& checkp
         !entry["crc32"].is_number_unsigned()) {
       throw CheckpointError(printable(manifest_path) + ": no valid entry for " + name);
     }
-    std::vector<char> bytes = read_bytes(path);
+    std::vector<char> bytes = read_bytes(path, Checkpointer::file_size_limit(name, weights));
     if (bytes.size() != entry["bytes"].get<std::uint64_t>()) {
       throw CheckpointError(printable(path) + ": " + std::to_string(bytes.size()) + " bytes, the manifest says " +
                             std::to_string(entry["bytes"].get<std::uint64_t>()) + " (truncated or replaced)");
@@ -117,7 +131,24 @@ std::map<std::string, std::vector<char>> read_verified(const std::string& checkp
   return contents;
 }
 
+// Throws where a tensor of `dict` holds NaN or Inf, naming the first such and the epoch.
+void check_finite_tensors(const models::StateDict& dict, const std::string& what, const TrainerState& state) {
+  for (const auto& [name, tensor] : dict) {
+    if (tensor.is_floating_point() && !torch::isfinite(tensor).all().item<bool>()) {
+      throw Error(what + " are no longer finite after epoch " + std::to_string(state.epoch) +
+                  (state.batches_done > 0 ? " batch " + std::to_string(state.batches_done) : std::string()) + " ('" +
+                  printable(name) + "' holds NaN or Inf: the learning rate may be too high, or --clip 0 too lax); " +
+                  "nothing was saved, the last good checkpoint is kept");
+    }
+  }
+}
+
 }  // namespace
+
+void Checkpointer::check_finite(const models::StateDict& weights, const models::StateDict& ema, const TrainerState& state) {
+  check_finite_tensors(weights, "the model's weights", state);
+  check_finite_tensors(ema, "the exponential average of the weights", state);
+}
 
 const std::vector<std::string>& Checkpointer::files() {
   static const std::vector<std::string> names = {"model.pt", "optimizer.pt", "rng.pt", "state.json", "ema.pt",
@@ -126,12 +157,12 @@ const std::vector<std::string>& Checkpointer::files() {
 }
 
 void Checkpointer::export_epoch_average(const models::StateDict& weights, std::int64_t epoch) const {
-  fs::create_directories(paths_.epochs);
+  make_own_directory(paths_.epochs);
   models::save_state_dict(weights, (fs::path(paths_.epochs) / ("model." + std::to_string(epoch) + ".pt")).string());
   std::vector<models::StateDict> last;
   for (std::int64_t e = epoch; e > 0 && e > epoch - average_last_; --e) {
     const std::string path = (fs::path(paths_.epochs) / ("model." + std::to_string(e) + ".pt")).string();
-    if (fs::exists(path)) last.push_back(models::read_state_dict(path));
+    if (fs::exists(path)) last.push_back(models::read_state_dict(path, models::state_dict_size_limit(weights)));
   }
   std::error_code ec;
   fs::remove((fs::path(paths_.epochs) / ("model." + std::to_string(epoch - average_last_) + ".pt")), ec);
@@ -144,6 +175,8 @@ void Checkpointer::save(models::Seq2SeqImpl& model, torch::optim::Optimizer& opt
                         bool improved, bool epoch_end, const ExponentialAverage* ema) const {
   const models::StateDict weights = models::state_dict(model);
   const models::StateDict averaged = ema != nullptr ? ema->state_dict() : models::StateDict();  // (once off a GPU)
+  check_finite(weights, averaged, state);
+  check_own_path(paths_.checkpoint, /*directory=*/true);
   models::save_state_dict(weights, paths_.model);
   if (improved) models::save_state_dict(weights, paths_.best_model);
   if (epoch_end) {
@@ -156,7 +189,9 @@ void Checkpointer::save(models::Seq2SeqImpl& model, torch::optim::Optimizer& opt
       {"model.pt", weights}, {"optimizer.pt", optimizer_state(optimizer)}, {"rng.pt", run::random_states()}};
   if (ema != nullptr) tensor_files.emplace("ema.pt", averaged);
   const std::string staging = temporary_path_for(paths_.checkpoint);
-  fs::create_directories(staging);
+  if (::mkdir(staging.c_str(), 0755) != 0) {
+    throw Error(printable(staging) + ": cannot create (" + std::strerror(errno) + ")");
+  }
   crash_test::save_point();
   try {
     Json files = Json::object();
@@ -181,8 +216,11 @@ void Checkpointer::save(models::Seq2SeqImpl& model, torch::optim::Optimizer& opt
 
 TrainerState Checkpointer::load(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer,
                                 std::int64_t max_epochs, ExponentialAverage* ema) const {
+  if (fs::is_symlink(paths_.checkpoint)) {
+    throw CheckpointError(printable(paths_.checkpoint) + ": is a symbolic link; a run's checkpoint is a directory of its own");
+  }
   if (!fs::is_directory(paths_.checkpoint)) throw Error(printable(paths_.checkpoint) + ": no checkpoint to resume from");
-  const auto contents = read_verified(paths_.checkpoint, ema != nullptr);
+  const auto contents = read_verified(paths_.checkpoint, ema != nullptr, models::state_dict_size_limit(model));
   const auto path_of = [&](const std::string& name) { return printable((fs::path(paths_.checkpoint) / name).string()); };
   const std::vector<char>& state_bytes = contents.at("state.json");
   Json state_json;

@@ -1,5 +1,6 @@
 #include "luong/training/data_parallel.h"
 
+#include <c10/util/Logging.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifndef LUONG_WITHOUT_GLOO
@@ -102,14 +103,30 @@ void DistributedOptions::validate() const {
   if (local_world_size < 1) throw Error("LOCAL_WORLD_SIZE must be at least 1");
 }
 
+Watchdog::Scope DataParallel::deadline(const std::string& during, std::chrono::seconds slack) {
+  const std::chrono::seconds limit = options_.timeout() + slack;
+  return Watchdog::Scope(watchdog_, limit,
+                         during + " did not finish within " + std::to_string(limit.count()) + " s (--dist-timeout " +
+                             std::to_string(options_.dist_timeout) +
+                             " and its retries): another rank has probably exited or stalled, or the port is not a "
+                             "luong rank 0's");
+}
+
 std::string DataParallel::describe_failure(const std::string& during, const std::string& what) const {
   return "rank " + std::to_string(options_.rank) + " of " + std::to_string(options_.world_size) + ": " + during +
          " failed (" + what + "); another rank has probably exited or stalled";
 }
 
 DataParallel::DataParallel(const DistributedOptions& options, const torch::Device& device)
-    : options_(options), device_(device), backend_(std::make_unique<Backend>()) {
+    : options_(options),
+      device_(device),
+      c10_log_level_(FLAGS_caffe2_log_level),
+      watchdog_("luong train: rank " + std::to_string(options.rank) + " of " + std::to_string(options.world_size) + ": "),
+      backend_(std::make_unique<Backend>()) {
   options_.validate();
+  // c10d logs every retry and timeout with its stack (tens of lines); the one line below says what
+  // went wrong. Only its fatal messages stay.
+  FLAGS_caffe2_log_level = 3;
   // Gloo and the store write to their peers' sockets without MSG_NOSIGNAL in places (Python, whose
   // ranks they were written for, ignores SIGPIPE), so a write to a rank that has just died would
   // kill this one with SIGPIPE (exit 141, in 4 of 200 tries of DataParallelTest's dead rank) instead
@@ -126,6 +143,8 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
   store_options.waitWorkers = false;  // the handshake below waits, with a clearer error
   store_options.timeout = timeout;
   try {
+    // The client retries a refused connection until its timeout, then once more after a pause.
+    const auto bounded = deadline("reaching rank 0 at " + endpoint, options_.timeout() + std::chrono::seconds(5));
     backend_->store = c10::make_intrusive<c10d::TCPStore>(options_.master_addr, store_options);
   } catch (const std::exception& e) {
     const std::string what = error_text(e);
@@ -144,6 +163,7 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
   c10d::Store& store = *backend_->store;
   const std::string rank_key = "luong/rank/" + std::to_string(options_.rank);
   try {
+    const auto bounded = deadline("the rendezvous at " + endpoint, std::chrono::seconds(15));
     if (store.add(rank_key + "/claimed", 1) > 1) {
       throw Error(me + ": another process already joined " + endpoint + " as rank " + std::to_string(options_.rank));
     }
@@ -196,6 +216,7 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
 
   const auto group_store = c10::make_intrusive<c10d::PrefixStore>("luong/group", backend_->store);
   try {
+    const auto bounded = deadline("connecting the process group", std::chrono::seconds(5));
     const bool nccl = options_.dist_backend == DistBackend::kNccl ||
                       (options_.dist_backend == DistBackend::kAuto && device_.is_cuda());
     if (nccl && !device_.is_cuda()) throw Error("--dist-backend nccl needs --device cuda");
@@ -226,7 +247,10 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
   }
 }
 
-DataParallel::~DataParallel() = default;
+DataParallel::~DataParallel() {
+  backend_.reset();  // the group and the store say goodbye while their logs are still quiet
+  FLAGS_caffe2_log_level = c10_log_level_;
+}
 
 void DataParallel::build_buckets(const std::vector<torch::Tensor>& parameters) {
   buckets_.clear();
@@ -272,6 +296,7 @@ torch::Tensor DataParallel::sum_gradients(const std::vector<torch::Tensor>& para
   torch::Tensor totals = scalars.to(device_, torch::kFloat64).clone();
   std::vector<c10::intrusive_ptr<c10d::Work>> pending;
   try {
+    const auto bounded = deadline("the gradient all-reduce", std::chrono::seconds(30));
     for (Bucket& bucket : buckets_) {
       std::vector<at::Tensor> tensors{bucket.flat};
       pending.push_back(backend_->group->allreduce(tensors));
@@ -303,6 +328,7 @@ torch::Tensor DataParallel::sum_gradients(const std::vector<torch::Tensor>& para
 std::vector<double> DataParallel::sum(const std::vector<double>& scalars) {
   torch::Tensor totals = torch::tensor(scalars, torch::TensorOptions().dtype(torch::kFloat64)).to(device_);
   try {
+    const auto bounded = deadline("an all-reduce", std::chrono::seconds(30));
     std::vector<at::Tensor> tensors{totals};
     backend_->group->allreduce(tensors)->wait();
   } catch (const std::exception& e) {
@@ -315,6 +341,7 @@ std::vector<double> DataParallel::sum(const std::vector<double>& scalars) {
 void DataParallel::broadcast_parameters(const std::vector<torch::Tensor>& parameters) {
   torch::NoGradGuard no_grad;
   try {
+    const auto bounded = deadline("broadcasting rank 0's parameters", std::chrono::seconds(30));
     for (const torch::Tensor& p : parameters) {
       std::vector<at::Tensor> tensors{p.data()};
       c10d::BroadcastOptions broadcast_options;
@@ -329,6 +356,7 @@ void DataParallel::broadcast_parameters(const std::vector<torch::Tensor>& parame
 std::string DataParallel::share(const std::string& key, const std::string& bytes) {
   const std::string full_key = "luong/shared/" + key;
   try {
+    const auto bounded = deadline("receiving " + key + " from rank 0", std::chrono::seconds(5));
     if (is_main()) {
       backend_->store->set(full_key, bytes_of(bytes));
       return bytes;

@@ -2,8 +2,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "luong/data_pipeline/builtin_corpus.h"
 #include "luong/data_pipeline/corpus.h"
@@ -24,7 +22,7 @@ std::vector<std::vector<std::string>> tokenize_all(const std::vector<data::Filte
   return out;
 }
 
-data::DataSplits split(const run::TrainConfig& config) {
+data::DataSplits split(const run::TrainConfig& config, PreparedData& out) {
   data::DatasetOptions dataset;
   dataset.max_len = static_cast<std::size_t>(config.max_len);
   dataset.train_size = static_cast<std::size_t>(config.train_size);
@@ -32,7 +30,10 @@ data::DataSplits split(const run::TrainConfig& config) {
   dataset.dev_size = static_cast<std::size_t>(config.dev_size);
   dataset.seed = static_cast<std::uint64_t>(config.seed);
   dataset.deduplicate = config.deduplicate;
-  data::DataSplits splits = data::split_corpus(read_training_corpus(config), dataset);
+  std::vector<data::SentencePair> corpus = read_training_corpus(config);
+  out.corpus_pairs = corpus.size();
+  out.corpus_digest = data::corpus_digest(corpus);
+  data::DataSplits splits = data::split_corpus(corpus, dataset);
   if (static_cast<std::int64_t>(splits.train.size()) < config.train_size ||
       static_cast<std::int64_t>(splits.test.size()) < config.test_size ||
       static_cast<std::int64_t>(splits.dev.size()) < config.dev_size) {
@@ -72,17 +73,10 @@ std::vector<data::SentencePair> read_training_corpus(const run::TrainConfig& con
   return data::read_corpus({config.data, config.format, config.reverse});
 }
 
-void mirror_from_main(DataParallel* parallel, const std::string& key, const std::string& path) {
+void mirror_from_main(DataParallel* parallel, const std::string& key, const std::string& path, std::uint64_t max_bytes) {
   if (parallel == nullptr) return;
   if (parallel->is_main()) {
-    std::string bytes;
-    if (fs::exists(path)) {
-      std::ifstream in(path, std::ios::binary);
-      std::stringstream text;
-      text << in.rdbuf();
-      bytes = text.str();
-    }
-    parallel->share(key, bytes);
+    parallel->share(key, read_text_file(path, max_bytes, "this file of a run").value_or(std::string()));
     return;
   }
   const std::string bytes = parallel->share(key, "");
@@ -94,19 +88,19 @@ void mirror_from_main(DataParallel* parallel, const std::string& key, const std:
 PreparedData prepare_data(const run::TrainConfig& config, const run::RunPaths& paths, bool resume, DataParallel* parallel) {
   const bool is_main = parallel == nullptr || parallel->is_main();
   PreparedData out;
-  out.splits = split(config);
+  out.splits = split(config, out);
   const bool spm = config.tokenizer == data::TokenizerKind::kSpm;
   if (spm && !resume && is_main) train_sentencepiece(config, paths, out.splits);
   if (spm) {
-    mirror_from_main(parallel, "spm.source.model", paths.source_spm);
-    mirror_from_main(parallel, "spm.target.model", paths.target_spm);
+    mirror_from_main(parallel, "spm.source.model", paths.source_spm, data::kMaxTokenizerFileBytes);
+    mirror_from_main(parallel, "spm.target.model", paths.target_spm, data::kMaxTokenizerFileBytes);
   }
   if (!spm && !resume && is_main) {
     std::vector<std::string> targets;
     for (const auto& p : out.splits.train) targets.push_back(p.target);
     data::Truecaser::build(targets).save(paths.truecase);
   }
-  if (!spm) mirror_from_main(parallel, "target.truecase", paths.truecase);
+  if (!spm) mirror_from_main(parallel, "target.truecase", paths.truecase, data::kMaxTokenizerFileBytes);
   out.source_tokenizer = data::load_tokenizer(config.tokenizer, paths.source_spm);
   out.target_tokenizer = data::load_tokenizer(config.tokenizer, paths.target_spm, paths.truecase);
   if (is_main && !resume) {
@@ -117,8 +111,8 @@ PreparedData prepare_data(const run::TrainConfig& config, const run::RunPaths& p
     run::write_pairs(paths.test, out.splits.test);
     run::write_pairs(paths.dev, out.splits.dev);
   }
-  mirror_from_main(parallel, "source.vocab", paths.source_vocab);
-  mirror_from_main(parallel, "target.vocab", paths.target_vocab);
+  mirror_from_main(parallel, "source.vocab", paths.source_vocab, data::kMaxTokenizerFileBytes);
+  mirror_from_main(parallel, "target.vocab", paths.target_vocab, data::kMaxTokenizerFileBytes);
   out.source_vocab = std::make_unique<data::Vocabulary>(data::Vocabulary::load(paths.source_vocab));
   out.target_vocab = std::make_unique<data::Vocabulary>(data::Vocabulary::load(paths.target_vocab));
   out.train = data::encode_pairs(out.splits.train, *out.source_tokenizer, *out.target_tokenizer, *out.source_vocab,

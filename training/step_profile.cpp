@@ -189,7 +189,8 @@ void StepProfiler::stop() {
   profile_.operations = top_level_operations(result->events(), at::RecordFunction::currentThreadId(), profile_.steps);
   profile_.gpu = gpu_.has_value();
   if (profile_.gpu) add_gpu_work(result->events(), profile_);
-  const std::string temporary = temporary_path_for(trace_path_);
+  check_own_path(trace_path_);
+  const std::string temporary = create_temporary_for(trace_path_);  // LibTorch opens it by name
   result->save(temporary);
   commit_file(temporary, trace_path_);
 }

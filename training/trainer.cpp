@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "luong/models/matrix_products.h"
+#include "luong/models/state_dict.h"
 #include "luong/models/step_buffers.h"
 #include "luong/run/run_lock.h"
 #include "luong/run/runtime.h"
@@ -153,7 +154,8 @@ struct Session {
 
 // The runtime, the rendezvous (rank 0's configuration is the run's: the others keep only their
 // runtime options and a scratch directory) and the run directory's lock.
-void open_session(Session& s, const run::TrainConfig& requested, bool resume, const DistributedOptions& distributed) {
+void open_session(Session& s, const run::TrainConfig& requested, bool resume, bool overwrite,
+                  const DistributedOptions& distributed) {
   const bool follower = distributed.enabled() && distributed.rank != 0;
   s.config = requested;
   if (!follower) s.config.validate();
@@ -183,12 +185,80 @@ void open_session(Session& s, const run::TrainConfig& requested, bool resume, co
     }
   }
   s.paths = run::RunPaths(s.config.out);
-  if (s.is_main() && !resume && fs::exists(s.paths.checkpoint)) {
-    throw Error(printable(s.config.out) + " already holds a run; use --resume to continue it or choose another --out");
-  }
+  if (s.is_main()) run::check_run_files(s.paths);
+  if (s.is_main() && !resume) run::clear_previous_run(s.paths, overwrite);
   if (s.is_main()) remove_stale_temporaries(s.config.out);
   // First, so that the directory is recognisably a run from the moment its lock is held.
   if (s.is_main() && !resume) s.config.save(s.paths.config);
+}
+
+// What the run's data and split depend on, kept in every checkpoint so that --resume can tell that
+// config.json or the corpus changed under it: the options --resume may not change, and the corpus.
+Json data_record(const Session& s) {
+  Json fixed = Json::object();
+  run::TrainConfig::visit(s.config, [&](const options::Info& info, const auto& value) {
+    if (info.on_resume == options::OnResume::kFixed) fixed[info.key] = options::value_to_json(value);
+  });
+  return {{"options", fixed}, {"corpus", {{"pairs", s.data.corpus_pairs}, {"digest", s.data.corpus_digest}}}};
+}
+
+// On --resume: the checkpoint's record against the run as it is now (a checkpoint of an older luong
+// has none).
+void check_data_record(const Session& s) {
+  const Json& recorded = s.state.data;
+  if (recorded.empty()) return;
+  const std::string origin = printable((fs::path(s.paths.checkpoint) / "state.json").string());
+  const Json now = data_record(s);
+  if (recorded.contains("options") && recorded["options"].is_object()) {
+    for (const auto& item : recorded["options"].items()) {
+      if (!now["options"].contains(item.key()) || now["options"][item.key()] == item.value()) continue;
+      throw CheckpointError(origin + ": the checkpoint was trained with " + printable(item.key()) + " = " +
+                            printable(dump_json(item.value())) + ", but config.json now says " +
+                            printable(dump_json(now["options"][item.key()])) +
+                            " (edited under the checkpoint?): restore it, or start a new run");
+    }
+  }
+  if (recorded.value("corpus", Json()) != now["corpus"]) {
+    const auto describe = [](const Json& corpus) {
+      return printable(dump_json(corpus.value("pairs", Json()))) + " pairs, digest " +
+             printable(dump_json(corpus.value("digest", Json())));
+    };
+    throw CheckpointError(printable(s.config.data) + ": the corpus is not the one the checkpoint was trained on (" +
+                          describe(now["corpus"]) + "; the checkpoint's: " +
+                          describe(recorded.value("corpus", Json::object())) +
+                          "): its splits would differ; restore it, or start a new run");
+  }
+}
+
+// Every rank reads the corpus itself: one that read another than rank 0's would train on other
+// batches without a word, so they compare before the first step.
+void check_ranks_read_one_corpus(Session& s) {
+  if (s.parallel == nullptr) return;
+  const std::string mine = s.data.corpus_digest + "/" + std::to_string(s.data.corpus_pairs);
+  const std::string main_corpus = s.parallel->share("corpus", mine);
+  const double differing = s.parallel->sum({main_corpus == mine ? 0.0 : 1.0})[0];
+  if (differing == 0) return;
+  if (s.is_main()) {
+    throw Error("rank 0 of " + std::to_string(s.parallel->world_size()) + ": " + std::to_string(static_cast<int>(differing)) +
+                " other rank(s) read a corpus different from rank 0's " + printable(s.config.data) +
+                " (every rank must read the same corpus)");
+  }
+  throw Error("rank " + std::to_string(s.parallel->rank()) + " of " + std::to_string(s.parallel->world_size()) +
+              ": this rank's corpus " + printable(s.config.data) + " differs from rank 0's (" + mine + " against " +
+              printable(main_corpus) + "; every rank must read the same corpus)");
+}
+
+// Rank 0 draws from the process's one stream of random numbers, which rng.pt saves; every other
+// rank's draws (its dropout) depend only on the seed, its rank and the batch, so that a resumed run
+// draws what an uninterrupted one did.
+void seed_follower(const Session& s, std::int64_t epoch, std::size_t batch) {
+  if (s.is_main()) return;
+  std::uint64_t x = static_cast<std::uint64_t>(s.config.seed) * 0x9E3779B97F4A7C15ULL ^
+                    (static_cast<std::uint64_t>(s.parallel->rank()) << 48) ^ (static_cast<std::uint64_t>(epoch) << 24) ^
+                    static_cast<std::uint64_t>(batch);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;  // SplitMix64's finaliser
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  torch::manual_seed(x ^ (x >> 31));
 }
 
 std::vector<std::vector<const data::EncodedPair*>> epoch_plan(const Session& s, std::int64_t epoch) {
@@ -214,7 +284,8 @@ void build_model(Session& s, bool resume) {
   DataParallel* const dp = s.parallel.get();
   if (resume) {
     for (const std::string& file : Checkpointer::files()) {
-      mirror_from_main(dp, "checkpoint/" + file, (fs::path(s.paths.checkpoint) / file).string());
+      mirror_from_main(dp, "checkpoint/" + file, (fs::path(s.paths.checkpoint) / file).string(),
+                       Checkpointer::file_size_limit(file, models::state_dict_size_limit(*s.model)));
     }
     const run::TrainConfig saved = s.is_main() ? run::TrainConfig::load(s.paths.config) : s.config;
     s.state = s.checkpointer().load(*s.model, *s.optimizer, saved.epochs, s.ema.get());
@@ -223,15 +294,10 @@ void build_model(Session& s, bool resume) {
                             printable((fs::path(s.paths.checkpoint) / "state.json").string()));
     }
     s.resumed_after = s.state.epoch;
+    check_data_record(s);
   }
-  if (dp != nullptr) {
-    dp->broadcast_parameters(s.model->parameters());
-    // Dropout draws differ between ranks; rank 0 keeps the single-process stream.
-    if (!s.is_main()) {
-      torch::manual_seed(static_cast<std::uint64_t>(s.config.seed) + 7919ULL * static_cast<std::uint64_t>(dp->rank()) +
-                         static_cast<std::uint64_t>(s.state.epoch));
-    }
-  }
+  s.state.data = data_record(s);
+  if (dp != nullptr) dp->broadcast_parameters(s.model->parameters());
 }
 
 // --precision bf16 on a CPU where it does not pay: bf16 emulated, or its products (a step's, timed
@@ -283,14 +349,21 @@ void announce_interrupted(const Session& s, const std::string& where) {
   std::fprintf(stderr, "luong train: interrupted; checkpoint saved after %s (resume with --resume)\n", where.c_str());
 }
 
+// config.json's record of the resume's changes, then the checkpoint; weights that are no longer
+// finite commit neither (the run ends with one line, the last good checkpoint kept).
+void commit_checkpoint(Session& s, bool improved, bool epoch_end) {
+  Checkpointer::check_finite(models::state_dict(*s.model), s.ema ? s.ema->state_dict() : models::StateDict(), s.state);
+  record_resume(s.config, s.resume_changes, s.resumed_after, s.paths);
+  s.checkpointer().save(*s.model, *s.optimizer, s.state, improved, epoch_end, s.ema.get());
+}
+
 void save_interrupted(Session& s, std::int64_t epoch, std::size_t batch, LossMeter& loss, std::int64_t tokens) {
   s.state.batches_done = static_cast<std::int64_t>(batch);
   s.state.partial_loss = loss.sum();
   s.state.partial_weight = loss.weight();
   s.state.partial_tokens = tokens;
   if (!s.is_main()) return;
-  record_resume(s.config, s.resume_changes, s.resumed_after, s.paths);
-  s.checkpointer().save(*s.model, *s.optimizer, s.state, false, false, s.ema.get());
+  commit_checkpoint(s, false, false);
   announce_interrupted(s, "epoch " + std::to_string(epoch - 1) + " batch " + std::to_string(batch));
 }
 
@@ -329,6 +402,7 @@ EpochOutcome run_epoch(Session& s, std::int64_t epoch, TrainStep& step) {
   for (std::size_t i = static_cast<std::size_t>(first_batch); i < plan.size(); ++i) {
     const std::int64_t batch_tokens = data::target_tokens(plan[i]);
     profiler.before_step(static_cast<std::int64_t>(i));
+    seed_follower(s, epoch, i);
     set_learning_rate(*s.optimizer, learning_rate(s.config, epoch, s.state));
     const TrainStep::Result result = step.run(plan[i], g_interrupted.load(), i + 1 == plan.size());
     if (result.applied) {
@@ -388,8 +462,7 @@ bool end_epoch(Session& s, const EpochRecord& record, const std::string& communi
     if (s.config.schedule == run::Schedule::kPlateau && update_plateau(s.state, dev.loss, s.config.plateau_patience)) {
       extra += ", dev loss stalled: learning rate now " + options::value_text(learning_rate(s.config, record.epoch, s.state));
     }
-    record_resume(s.config, s.resume_changes, s.resumed_after, s.paths);
-    s.checkpointer().save(*s.model, *s.optimizer, s.state, improved, true, s.ema.get());
+    commit_checkpoint(s, improved, true);
     log_epoch(s.state.history.back(), s.config.epochs, improved, extra);
     if (s.config.patience > 0 && s.state.bad_epochs >= s.config.patience) {
       std::fprintf(stderr, "luong train: dev BLEU has not improved for %lld epochs; stopping (best %.2f kept in %s)\n",
@@ -429,10 +502,12 @@ std::string communication_summary(const DataParallel* dp, double seconds_before,
 
 }  // namespace
 
-TrainResult train(const run::TrainConfig& requested, bool resume, const DistributedOptions& distributed) {
+TrainResult train(const run::TrainConfig& requested, bool resume, const DistributedOptions& distributed, bool overwrite) {
+  if (resume && overwrite) throw Error("--overwrite starts the run afresh; it cannot be used with --resume");
   Session s;
-  open_session(s, requested, resume, distributed);
+  open_session(s, requested, resume, overwrite, distributed);
   s.data = prepare_data(s.config, s.paths, resume, s.parallel.get());
+  check_ranks_read_one_corpus(s);
   build_model(s, resume);
   print_start(s, resume, distributed);
 

@@ -64,7 +64,7 @@ Json TrainerState::to_json() const {
                     {"tokens_per_second", number_or_null(r.tokens_per_second)},
                     {"seconds", number_or_null(r.seconds)}});
   }
-  return {{"epoch", epoch},
+  Json out = {{"epoch", epoch},
           {"batches_done", batches_done},
           {"partial_loss", partial_loss},
           {"partial_weight", partial_weight},
@@ -76,6 +76,8 @@ Json TrainerState::to_json() const {
           {"best_dev_loss", best_dev_loss},
           {"plateau_epochs", plateau_epochs},
           {"history", rows}};
+  if (!data.empty()) out["data"] = data;
+  return out;
 }
 
 TrainerState TrainerState::from_json(const Json& json, const std::string& origin, std::int64_t max_epochs) {
@@ -111,6 +113,10 @@ TrainerState TrainerState::from_json(const Json& json, const std::string& origin
     r.tokens_per_second = in.number(row, "tokens_per_second", 0, true, path);
     r.seconds = in.number(row, "seconds", 0, true, path);
     s.history.push_back(r);
+  }
+  if (json.contains("data")) {
+    if (!json["data"].is_object()) in.fail("data", "must be an object");
+    s.data = json["data"];
   }
   return s;
 }

@@ -35,6 +35,9 @@ void ExponentialAverage::load(const models::StateDict& saved, const std::string&
     if (name != average_[i].first || !tensor.sizes().equals(target.sizes()) || tensor.scalar_type() != target.scalar_type()) {
       throw CheckpointError(origin + ": '" + printable(name) + "' does not match the model's '" + average_[i].first + "'");
     }
+    if (!torch::isfinite(tensor).all().item<bool>()) {
+      throw CheckpointError(origin + ": '" + printable(name) + "' holds NaN or Inf");
+    }
   }
   for (std::size_t i = 0; i < saved.size(); ++i) average_[i].second.copy_(saved[i].second);
 }

@@ -1,13 +1,45 @@
 #include "luong/util/json.h"
 
-#include <fstream>
-#include <sstream>
+#include <algorithm>
+#include <optional>
 
+#include "luong/util/atomic_file.h"
 #include "luong/util/error.h"
 
 namespace luong {
 
+namespace {
+
+// The deepest nesting of arrays and objects in `text`, counted outside strings; stops counting
+// past `limit`.
+int nesting_depth(const std::string& text, int limit) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) break;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
 Json parse_json(const std::string& text, const std::string& origin) {
+  if (nesting_depth(text, kMaxJsonDepth) > kMaxJsonDepth) {
+    throw Error(origin + ": invalid JSON (nested deeper than " + std::to_string(kMaxJsonDepth) + " levels)");
+  }
   try {
     return Json::parse(text);
   } catch (const Json::exception& e) {
@@ -19,13 +51,10 @@ Json parse_json(const std::string& text, const std::string& origin) {
   }
 }
 
-Json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(printable(path) + ": cannot open");
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(printable(path) + ": cannot read");
-  return parse_json(text.str(), printable(path));
+Json read_json_file(const std::string& path, std::uint64_t max_bytes) {
+  const std::optional<std::string> text = read_text_file(path, max_bytes, "a luong JSON file");
+  if (!text) throw Error(printable(path) + ": cannot open (no such file)");
+  return parse_json(*text, printable(path));
 }
 
 std::string dump_json(const Json& json, int indent) {

@@ -252,7 +252,7 @@ void Figure::heat_map(double x, double y, const HeatMap& map, int cell) {
   cairo_restore(cr);
 }
 
-void Figure::save_png(const std::string& path) const {
+void Figure::save_png(const std::string& path, WriteTarget target) const {
   cairo_surface_flush(impl_->surface);
   std::string bytes;
   const auto append = [](void* closure, const unsigned char* data, unsigned int length) {
@@ -262,7 +262,8 @@ void Figure::save_png(const std::string& path) const {
   if (cairo_surface_write_to_png_stream(impl_->surface, append, &bytes) != CAIRO_STATUS_SUCCESS) {
     throw Error(printable(path) + ": cannot encode the PNG");
   }
-  write_file_atomically(path, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); });
+  write_file_atomically(
+      path, [&](std::ostream& out) { out.write(bytes.data(), static_cast<std::streamsize>(bytes.size())); }, target);
 }
 
 void save_line_chart(const LineChart& chart, const std::string& path, int width, int height) {
@@ -271,11 +272,11 @@ void save_line_chart(const LineChart& chart, const std::string& path, int width,
   figure.save_png(path);
 }
 
-void save_heat_map(const HeatMap& map, const std::string& path, int cell) {
+void save_heat_map(const HeatMap& map, const std::string& path, int cell, WriteTarget target) {
   const HeatMapLayout layout = heat_map_layout(map, cell);
   Figure figure(layout.width, layout.height);
   figure.heat_map(0, 0, map, cell);
-  figure.save_png(path);
+  figure.save_png(path, target);
 }
 
 int missing_glyphs(const std::string& text) {

@@ -67,9 +67,9 @@ int luong_spm_train(const char* const* sentences, size_t count, const char* cons
   }
 }
 
-void* luong_spm_load(const char* model_path, char* error, size_t error_size) {
+void* luong_spm_load(const char* bytes, size_t size, char* error, size_t error_size) {
   auto* processor = new sentencepiece::SentencePieceProcessor();
-  const auto status = processor->Load(model_path);
+  const auto status = processor->LoadFromSerializedProto(absl::string_view(bytes, size));
   if (!status.ok()) {
     set_error(error, error_size, status.ToString());
     delete processor;

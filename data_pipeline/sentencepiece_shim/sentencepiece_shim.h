@@ -14,7 +14,8 @@ extern "C" {
 /// All functions return 0 on success; on failure they write a message into `error`.
 int luong_spm_train(const char* const* sentences, size_t count, const char* const* keys, const char* const* values,
                     size_t arguments, char* error, size_t error_size);
-void* luong_spm_load(const char* model_path, char* error, size_t error_size);
+/// A processor of the serialized model `bytes` (the caller reads the file, bounded); null on failure.
+void* luong_spm_load(const char* bytes, size_t size, char* error, size_t error_size);
 void luong_spm_unload(void* processor);
 /// Pieces are returned as consecutive NUL-terminated strings in a malloc'd buffer of `*size` bytes.
 int luong_spm_encode(void* processor, const char* text, size_t text_size, char** pieces, size_t* size, char* error,

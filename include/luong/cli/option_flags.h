@@ -32,9 +32,15 @@ void add_flags(cxxopts::Options& parser, const Config& defaults) {
         add(info.flag, info.help, cxxopts::value<std::string>()->default_value(value));
       }
     } else {
-      add(info.flag, info.help + range, cxxopts::value<T>()->default_value(options::value_text(value)));
+      // Numbers are read as text and parsed whole here (cxxopts would take "2e-3x" as 2e-3).
+      add(info.flag, info.help + range, cxxopts::value<std::string>()->default_value(options::value_text(value)));
     }
   });
+}
+
+/// Whether the bool flag `name` was given and not given as false (`--resume=false`).
+inline bool flag_given(const cxxopts::ParseResult& result, const std::string& name) {
+  return result.count(name) > 0 && result[name].as<bool>();
 }
 
 /// Writes every flag given in `result` into `config`, checking enum names and ranges; throws
@@ -48,7 +54,7 @@ int apply_flags(const cxxopts::ParseResult& result, Config& config) {
     ++given;
     const std::string flag = std::string("--") + info.flag;
     if constexpr (std::is_same_v<T, bool>) {
-      member = !info.negated;
+      member = result[info.flag].as<bool>() != info.negated;  // --reverse=false, --no-shuffle=false
     } else if constexpr (options::IsEnumOption<T>::value) {
       try {
         member = options::parse_enum<T>(result[info.flag].as<std::string>());
@@ -58,7 +64,13 @@ int apply_flags(const cxxopts::ParseResult& result, Config& config) {
     } else if constexpr (std::is_same_v<T, std::string>) {
       member = result[info.flag].as<std::string>();
     } else {
-      const T value = result[info.flag].as<T>();
+      const std::string text = result[info.flag].as<std::string>();
+      T value{};
+      try {
+        value = options::parse_number<T>(text);
+      } catch (const Error& e) {
+        throw Error(flag + ": " + e.what());
+      }
       if (!info.range.contains(static_cast<double>(value))) {
         throw Error(flag + " " + options::value_text(value) + " is outside " + info.range.describe());
       }

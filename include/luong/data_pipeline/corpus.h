@@ -48,6 +48,10 @@ std::vector<SentencePair> parse_opus(std::istream& english, const std::string& e
 /// nothing usable is found or the corpus is empty.
 std::vector<SentencePair> read_corpus(const CorpusSpec& spec);
 
+/// 16 hexadecimal digits identifying `pairs` (their sides, line numbers and order: FNV-1a, 64 bits):
+/// what a resumed run checks its corpus against, since the split depends on every pair.
+std::string corpus_digest(const std::vector<SentencePair>& pairs);
+
 }  // namespace luong::data
 
 template <>

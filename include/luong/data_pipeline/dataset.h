@@ -57,8 +57,11 @@ struct EncodedPair {
 std::vector<std::int64_t> encode_source(const std::vector<std::string>& tokens, const Vocabulary& vocabulary,
                                         bool reverse = false);
 
+/// Each side cut to its first `max_tokens` tokens (before any reversal), counting the pairs cut in
+/// `*cut` when given.
 std::vector<EncodedPair> encode_pairs(const std::vector<FilteredPair>& pairs, const Tokenizer& source_tokenizer,
                                       const Tokenizer& target_tokenizer, const Vocabulary& source_vocabulary,
-                                      const Vocabulary& target_vocabulary, bool reverse_source = false);
+                                      const Vocabulary& target_vocabulary, bool reverse_source = false,
+                                      std::size_t max_tokens = SIZE_MAX, std::size_t* cut = nullptr);
 
 }  // namespace luong::data

@@ -1,5 +1,6 @@
 #pragma once
 // One interface over the notebook's word tokenizer and sentencepiece.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,6 +22,14 @@ class Tokenizer {
 };
 
 enum class TokenizerKind { kWord, kSpm };
+
+/// The largest vocabulary, truecaser or sentencepiece model file luong reads (each read whole, and
+/// refused past this: /dev/zero or a stray corpus in their place would fill the memory).
+inline constexpr std::uint64_t kMaxTokenizerFileBytes = std::uint64_t{64} << 20;
+
+/// Such a file's bytes (read_text_file, at most kMaxTokenizerFileBytes); DataError naming the path
+/// where it is missing ("no such <what>"), not a regular file, too large or unreadable.
+std::string read_tokenizer_file(const std::string& path, const std::string& what);
 
 /// The tokenizer of a saved run: the word tokenizer (with the truecaser at `truecase_path` when that
 /// file exists), or sentencepiece with the model at `model_path`.

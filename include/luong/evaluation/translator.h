@@ -19,6 +19,10 @@ struct Translation {
   std::vector<Hypothesis> nbest;
 };
 
+/// The most tokens of a sentence that translate, evaluate and trace read: a source is cut there, and
+/// evaluate cuts both sides of a pair (an attention over 20,000 words would take gigabytes).
+inline constexpr int kMaxSentenceTokens = 400;
+
 class Translator {
  public:
   /// One model, or an ensemble: its members must share tokenizers and vocabularies (the same data
@@ -31,7 +35,7 @@ class Translator {
   /// than `max_source_tokens` are cut there. With options.unk_replace each <unk> becomes the source
   /// token it attends to most, or that token's entry in options.dictionary.
   std::vector<Translation> translate(const std::vector<std::string>& sentences, const SearchOptions& options,
-                                     int max_source_tokens = 400);
+                                     int max_source_tokens = kMaxSentenceTokens);
 
  private:
   std::string replace_unknowns(std::vector<std::string>& tokens, const Hypothesis& hypothesis,

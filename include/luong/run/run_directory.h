@@ -84,6 +84,15 @@ struct TrainedModel {
 TrainedModel load_trained_model(const std::string& run_dir, const torch::Device& device,
                                 WeightsChoice weights = WeightsChoice::kBest);
 
+/// Before a run writes anything: a symbolic link, FIFO or device where it will write (any file
+/// RunPaths names) is refused with one luong::Error line.
+void check_run_files(const RunPaths& paths);
+
+/// A fresh run in a directory that holds a trained model (model.pt, best_model.pt, averaged or EMA
+/// weights, epochs/, checkpoint/) is refused, or with `overwrite` every file a run writes is removed
+/// first (none that RunPaths does not name).
+void clear_previous_run(const RunPaths& paths, bool overwrite);
+
 /// Pairs of a `test.tsv`-style file written by write_pairs.
 void write_pairs(const std::string& path, const std::vector<data::FilteredPair>& pairs);
 

@@ -35,6 +35,14 @@ class Checkpointer {
   TrainerState load(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, std::int64_t max_epochs,
                     ExponentialAverage* ema = nullptr) const;
 
+  /// Throws luong::Error (naming the first tensor and `state`'s epoch) where the weights or their
+  /// exponential average hold NaN or Inf: such weights are never committed (save() checks first).
+  static void check_finite(const models::StateDict& weights, const models::StateDict& ema, const TrainerState& state);
+
+  /// The most bytes the checkpoint's file `name` can hold for a model whose state_dict takes at most
+  /// `weights` bytes (models::state_dict_size_limit).
+  static std::uint64_t file_size_limit(const std::string& name, std::uint64_t weights);
+
   /// The checkpoint's file names, manifest.json last (ema.pt only in runs with --ema).
   static const std::vector<std::string>& files();
 

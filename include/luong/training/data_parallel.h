@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "luong/util/options.h"
+#include "luong/util/watchdog.h"
 
 namespace luong::training {
 
@@ -105,8 +106,14 @@ class DataParallel {
   void build_buckets(const std::vector<torch::Tensor>& parameters);
   std::string describe_failure(const std::string& during, const std::string& what) const;
 
+  /// Bounds a call into c10d by --dist-timeout and `slack` (they have timeouts of their own, which
+  /// some faults outlast: a store server that accepted and stalls).
+  Watchdog::Scope deadline(const std::string& during, std::chrono::seconds slack);
+
   DistributedOptions options_;
   torch::Device device_;
+  int c10_log_level_;  ///< restored when the job ends
+  Watchdog watchdog_;
   struct Backend;
   std::unique_ptr<Backend> backend_;
   std::vector<Bucket> buckets_;

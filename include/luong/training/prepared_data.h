@@ -2,6 +2,7 @@
 // Dataset and vocabulary preparation for a training run: the corpus read and split, sentencepiece
 // trained (with --tokenizer spm), vocabularies built, the held-out splits written, everything
 // encoded; on --resume the run's own files are read back instead.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,8 @@ struct PreparedData {
   std::vector<data::EncodedPair> train;
   std::vector<data::Batch> dev_batches;     ///< on the CPU
   std::vector<std::string> dev_references;  ///< raw dev targets, for BLEU
+  std::size_t corpus_pairs = 0;             ///< the pairs read from the corpus, before any filter
+  std::string corpus_digest;                ///< data::corpus_digest of them
 };
 
 /// Rank 0 (or the only process) writes the tokenizers, vocabularies and the held-out splits into
@@ -35,6 +38,7 @@ std::vector<data::SentencePair> read_training_corpus(const run::TrainConfig& con
 
 /// Rank 0's copy of a file of the run, given to the other ranks (which may be on machines that cannot
 /// see rank 0's run directory): they write it at the same place in their private directory.
-void mirror_from_main(DataParallel* parallel, const std::string& key, const std::string& path);
+/// Rank 0 reads at most `max_bytes` of it.
+void mirror_from_main(DataParallel* parallel, const std::string& key, const std::string& path, std::uint64_t max_bytes);
 
 }  // namespace luong::training

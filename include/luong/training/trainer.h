@@ -33,6 +33,10 @@ struct TrainResult {
 /// config.batch is the global batch, each rank trains on its rows of it, and the result equals a
 /// single process's up to rounding. Rank 0's configuration holds for every rank except the runtime
 /// options; only rank 0 writes to config.out, and --resume reads rank 0's checkpoint.
-TrainResult train(const run::TrainConfig& config, bool resume, const DistributedOptions& distributed = {});
+///
+/// A fresh run refuses a config.out that holds a trained model (model.pt, best_model.pt, a checkpoint,
+/// ...) unless `overwrite`, which first removes every file a run writes there.
+TrainResult train(const run::TrainConfig& config, bool resume, const DistributedOptions& distributed = {},
+                  bool overwrite = false);
 
 }  // namespace luong::training

@@ -30,6 +30,9 @@ struct TrainerState {
   double best_dev_loss = -1;         ///< -1 before the first dev evaluation
   std::int64_t plateau_epochs = 0;   ///< epochs since the best dev loss
   std::vector<EpochRecord> history;  ///< one record per completed epoch, in order
+  /// What the run's data depends on (the options --resume may not change, the corpus's pair count and
+  /// digest: data_record in trainer.cpp), checked on --resume; empty in checkpoints of older luongs.
+  Json data = Json::object();
 
   Json to_json() const;
   /// Reads state.json, checked against a schema: every field present with its type, epoch in

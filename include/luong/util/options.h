@@ -97,6 +97,34 @@ Enum parse_enum(const std::string& text) {
   throw Error("'" + printable(text) + "' is not one of " + enum_choices<Enum>());
 }
 
+/// `text` as a number of type T, parsed whole: an optional sign and decimal digits, for a floating-point
+/// T also a fraction and a decimal exponent. Anything else (a unit after it, a second number,
+/// hexadecimal, inf, nan, an integer out of T's range) throws luong::Error("'<text>' is not ...").
+template <typename T>
+T parse_number(const std::string& text) {
+  const char* begin = text.data();
+  const char* const end = text.data() + text.size();
+  if (begin != end && *begin == '+' && end - begin > 1 && begin[1] != '-') ++begin;
+  T value{};
+  const std::from_chars_result parsed = [&] {
+    if constexpr (std::is_floating_point_v<T>) {
+      // chars_format::general takes no hexadecimal; inf and nan are refused below
+      return std::from_chars(begin, end, value, std::chars_format::general);
+    } else {
+      return std::from_chars(begin, end, value, 10);
+    }
+  }();
+  const char* kind = std::is_floating_point_v<T> ? "a number" : "an integer";
+  if (parsed.ec == std::errc::result_out_of_range) throw Error("'" + printable(text) + "' is out of range");
+  if (parsed.ec != std::errc() || parsed.ptr != end || begin == end) {
+    throw Error("'" + printable(text) + "' is not " + kind);
+  }
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(value)) throw Error("'" + printable(text) + "' is not a finite number");
+  }
+  return value;
+}
+
 template <typename T, typename = void>
 struct IsEnumOption : std::false_type {};
 template <typename T>

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "luong/util/atomic_file.h"
+
 namespace luong {
 
 struct Color {
@@ -55,8 +57,9 @@ class Figure {
   void line_chart(const Rect& area, const LineChart& chart);
   /// The map as heat_map_layout() places it, offset to (x, y).
   void heat_map(double x, double y, const HeatMap& map, int cell = 30);
-  /// Writes the figure as an RGB PNG, atomically. Throws luong::Error on failure.
-  void save_png(const std::string& path) const;
+  /// Writes the figure as an RGB PNG, atomically (write_file_atomically, `target` as there). Throws
+  /// luong::Error on failure.
+  void save_png(const std::string& path, WriteTarget target = WriteTarget::kOwnFile) const;
 
  private:
   struct Impl;
@@ -64,7 +67,8 @@ class Figure {
 };
 
 void save_line_chart(const LineChart& chart, const std::string& path, int width = 640, int height = 400);
-void save_heat_map(const HeatMap& map, const std::string& path, int cell = 30);
+void save_heat_map(const HeatMap& map, const std::string& path, int cell = 30,
+                   WriteTarget target = WriteTarget::kOwnFile);
 
 /// How many characters of `text` the installed fonts cannot draw (0: every glyph exists).
 int missing_glyphs(const std::string& text);
