@@ -12,8 +12,9 @@ set(LUONG_LAYERS
   "cloze|models/cloze include/luong/cloze|util cloze"
   "run|run include/luong/run|util data_pipeline models run"
   "evaluation|evaluation include/luong/evaluation|util data_pipeline models run evaluation"
+  "serve|serve include/luong/serve|util data_pipeline models run evaluation serve"
   "training|training include/luong/training|util data_pipeline models run evaluation training"
-  "cli|src include/luong/cli|util data_pipeline models cloze run evaluation training cli")
+  "cli|src include/luong/cli|util data_pipeline models cloze run evaluation serve training cli")
 
 function(luong_check_layers source_dir)
   set(violations "")

@@ -20,6 +20,8 @@ packages=(
   libopenblas0                        # a foreign BLAS, for the thread-pool test
   nlohmann-json3-dev                  # every JSON file
   libcairo2-dev libpango1.0-dev fonts-dejavu-core fonts-noto-core   # heat maps and curves, Arabic shaped
+  libcpp-httplib-dev                  # luong serve's HTTP/1.1 server (and the tests' client)
+  wrk                                 # bench/serve_load.sh's load generator
   python3-numpy python3-matplotlib    # the cloze seed keeps Debian's numpy (its curve was made with it)
 )
 ((with_fuzz)) && packages+=(clang libclang-rt-dev)   # libFuzzer targets (scripts/fuzz.sh)

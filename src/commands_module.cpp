@@ -21,7 +21,8 @@ struct ModuleCommand {
 constexpr ModuleCommand kModuleCommands[] = {
     {"train", luong::cli::train_command},         {"evaluate", luong::cli::evaluate_command},
     {"translate", luong::cli::translate_command}, {"trace", luong::cli::trace_command},
-    {"gradcheck", luong::cli::gradcheck_command}, {"--version", luong::cli::version_command},
+    {"gradcheck", luong::cli::gradcheck_command}, {"serve", luong::cli::serve_command},
+    {"--version", luong::cli::version_command},
 };
 
 std::string describe_failure() {

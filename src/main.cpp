@@ -26,6 +26,7 @@ constexpr Command kCommands[] = {
     {"evaluate", nullptr, "test loss, perplexity, BLEU and chrF of a trained model"},
     {"translate", nullptr, "translate sentences from stdin (greedy or beam search)"},
     {"trace", nullptr, "show a sentence's attention, step by step; heat map PNG and CSV"},
+    {"serve", nullptr, "serve trained models over HTTP/JSON, batching concurrent requests"},
     {"cloze", luong::cli::cloze_command, "train the hand-differentiated self-attention cloze head"},
     {"gradcheck", nullptr, "compare the cloze head's manual gradients with autograd"},
 };

@@ -21,6 +21,7 @@ int evaluate_command(int argc, char** argv);
 int translate_command(int argc, char** argv);
 int trace_command(int argc, char** argv);
 int gradcheck_command(int argc, char** argv);
+int serve_command(int argc, char** argv);
 /// `luong --version`'s lines after the first.
 int version_command(int argc, char** argv);
 
