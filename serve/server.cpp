@@ -198,6 +198,7 @@ void TranslationServer::Impl::configure() {
   http.set_read_timeout(static_cast<time_t>(options.timeout), 0);
   http.set_write_timeout(static_cast<time_t>(options.timeout), 0);
   http.set_keep_alive_max_count(1000);
+  http.set_tcp_nodelay(true);  // a response's headers and body go out at once, not a delayed ACK apart
   http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     request_start = Clock::now();
     request_sentences = 0;

@@ -69,6 +69,7 @@ int serve_command(int argc, char** argv) {
   apply_flags(result, search);
   if (search.nbest > search.beam) throw Error("--nbest " + std::to_string(search.nbest) + " needs --beam >= it");
   if (!search.dictionary.empty()) throw Error("--dictionary is not served: the server reads no file a request names");
+  if (result.count("batch")) throw Error("--batch: the server forms its batches itself (--max-batch-tokens)");
   const std::vector<serve::ModelSpec> specs = model_specs(result);
   const run::Runtime applied = run::apply_runtime(runtime);
 

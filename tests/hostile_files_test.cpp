@@ -173,6 +173,20 @@ TEST_F(HostileFilesTest, EveryReaderRefusesDevicesFifosAndHugeFiles) {
       EXPECT_LT(outcome.seconds, 30.0) << what;
     }
   }
+  // The files a user names that are read whole: --config and --dictionary.
+  const std::string fifo = scratch("named.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  for (const std::string& path : {std::string("/dev/zero"), fifo, huge}) {
+    const std::string dir = scratch("named_files");
+    const std::string expected = path == huge ? "larger than" : "not a regular file";
+    expect_refused(run(kSmall + "--config " + path + " --out " + dir, dir + ".config.log", "/dev/null",
+                       std::chrono::seconds(60)),
+                   expected, "--config " + path);
+    write(dir + ".in", "seven\n");
+    expect_refused(run("translate --threads 1 --unk-replace --dictionary " + path + " --model " + trained(),
+                       dir + ".dictionary.log", dir + ".in", std::chrono::seconds(60)),
+                   expected, "--dictionary " + path);
+  }
   rusage usage{};
   ::getrusage(RUSAGE_CHILDREN, &usage);
   EXPECT_LT(usage.ru_maxrss, test::kBoundedPeakKiB);
