@@ -80,6 +80,7 @@ kill "$server"
 wait "$server" 2> /dev/null || true
 
 if [[ -n ${PEER:-} ]]; then
+  port=$((port + 1))  # luong's closed connections linger in TIME_WAIT, and waitress binds without SO_REUSEADDR
   THREADS=$threads bench/peers/opennmt_server.sh "$PEER" "$run" "$port" > "$work/peer.log" 2>&1 &
   server=$!
   until curl -sf -o /dev/null "http://127.0.0.1:$port/translator/health"; do  # it loads the model first

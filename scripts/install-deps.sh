@@ -22,6 +22,7 @@ packages=(
   libcairo2-dev libpango1.0-dev fonts-dejavu-core fonts-noto-core   # heat maps and curves, Arabic shaped
   libcpp-httplib-dev                  # luong serve's HTTP/1.1 server (and the tests' client)
   wrk                                 # bench/serve_load.sh's load generator
+  iproute2                            # ss: the serve test reads the server's listen backlog
   python3-numpy python3-matplotlib    # the cloze seed keeps Debian's numpy (its curve was made with it)
 )
 ((with_fuzz)) && packages+=(clang libclang-rt-dev)   # libFuzzer targets (scripts/fuzz.sh)

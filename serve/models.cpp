@@ -1,12 +1,32 @@
 #include "luong/serve/models.h"
 
 #include <ctime>
+#include <exception>
 #include <filesystem>
+#include <thread>
 
 #include "luong/util/error.h"
 
 namespace luong::serve {
 namespace {
+
+// Runs `work` on a thread that ends with it. LibTorch's OpenMP team belongs to the thread that first
+// computed, and lives as long as that thread: libgomp keeps a waiting worker spinning only while its
+// teams' threads number at most the cores, so a team left by a loading thread that computes no more
+// made the searches' workers sleep and be woken at every parallel region (docs/SERVING.md has the
+// cost). Loads run here, and only the batcher's team lasts.
+template <typename Work>
+void on_a_passing_thread(const Work& work) {
+  std::exception_ptr failure;
+  std::thread([&] {
+    try {
+      work();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }).join();
+  if (failure) std::rethrow_exception(failure);
+}
 
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
@@ -55,7 +75,9 @@ ModelRegistry::ModelRegistry(std::vector<ModelSpec> specs, torch::Device device,
 
 void ModelRegistry::load() {
   std::vector<std::shared_ptr<ServedModel>> loaded;
-  for (const ModelSpec& spec : specs_) loaded.push_back(std::make_shared<ServedModel>(spec, device_, weights_));
+  on_a_passing_thread([&] {
+    for (const ModelSpec& spec : specs_) loaded.push_back(std::make_shared<ServedModel>(spec, device_, weights_));
+  });
   std::lock_guard<std::mutex> lock(mutex_);
   models_ = std::move(loaded);
 }
@@ -91,7 +113,8 @@ Json ModelRegistry::reload() {
   Json reloaded = Json::array(), failed = Json::object();
   for (std::size_t i = 0; i < specs_.size(); ++i) {
     try {
-      auto fresh = std::make_shared<ServedModel>(specs_[i], device_, weights_);
+      std::shared_ptr<ServedModel> fresh;
+      on_a_passing_thread([&] { fresh = std::make_shared<ServedModel>(specs_[i], device_, weights_); });
       std::lock_guard<std::mutex> lock(mutex_);
       models_.at(i) = std::move(fresh);
       reloaded.push_back(specs_[i].name);

@@ -1,6 +1,7 @@
 #include "luong/serve/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -15,11 +16,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Set as a request is routed, read by the access log: each request is handled on one thread.
+// Set as a request is routed, read as it is answered: each request is handled on one thread.
 thread_local Clock::time_point request_start;
 thread_local std::size_t request_sentences = 0;
+thread_local double request_seconds = 0;
 
 const char* kJson = "application/json";
+
+// httplib listens with a backlog of 5: a burst of new connections beyond it waits out SYN
+// retransmissions (1 s, 3 s, 7 s...). The kernel caps this at net.core.somaxconn.
+constexpr int kListenBacklog = 1024;
 
 void answer(httplib::Response& res, int status, const Json& body) {
   res.status = status;
@@ -85,6 +91,7 @@ struct TranslationServer::Impl {
   void translate_opennmt(const httplib::Request& req, httplib::Response& res);
   void health(httplib::Response& res) const;
   void reload(httplib::Response& res);
+  void count_request(const httplib::Request& req, const httplib::Response& res);
   void access_log(const httplib::Request& req, const httplib::Response& res);
 
   ServeOptions options;
@@ -94,6 +101,7 @@ struct TranslationServer::Impl {
   Metrics metrics;
   Batcher batcher;
   httplib::Server http;
+  int listening_socket = -1;
   std::atomic<bool> stopping{false};
 };
 
@@ -184,11 +192,16 @@ void TranslationServer::Impl::reload(httplib::Response& res) {
   answer(res, outcome["failed"].empty() ? 200 : 500, outcome);
 }
 
+// Counted before the response is written (httplib's post-routing handler runs for every response,
+// errors included), so a client that has its answer finds it in /metrics.
+void TranslationServer::Impl::count_request(const httplib::Request& req, const httplib::Response& res) {
+  request_seconds = std::chrono::duration<double>(Clock::now() - request_start).count();
+  metrics.request(route_label(req.path), res.status, request_sentences, request_seconds);
+}
+
 void TranslationServer::Impl::access_log(const httplib::Request& req, const httplib::Response& res) {
-  const double seconds = std::chrono::duration<double>(Clock::now() - request_start).count();
-  metrics.request(route_label(req.path), res.status, request_sentences, seconds);
   std::fprintf(stderr, "luong serve: %s %s %d %zu %.1f ms\n", printable(req.method, 16).c_str(),
-               printable(req.path, 120).c_str(), res.status, request_sentences, 1000 * seconds);
+               printable(req.path, 120).c_str(), res.status, request_sentences, 1000 * request_seconds);
 }
 
 void TranslationServer::Impl::configure() {
@@ -198,12 +211,20 @@ void TranslationServer::Impl::configure() {
   http.set_read_timeout(static_cast<time_t>(options.timeout), 0);
   http.set_write_timeout(static_cast<time_t>(options.timeout), 0);
   http.set_keep_alive_max_count(1000);
+  // Instead of httplib's SO_REUSEPORT, which lets a second server bind a port already served and
+  // take half its connections: SO_REUSEADDR binds past connections in TIME_WAIT only.
+  http.set_socket_options([this](int sock) {
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listening_socket = sock;
+  });
   http.set_tcp_nodelay(true);  // a response's headers and body go out at once, not a delayed ACK apart
   http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     request_start = Clock::now();
     request_sentences = 0;
     return httplib::Server::HandlerResponse::Unhandled;
   });
+  http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) { count_request(req, res); });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) { access_log(req, res); });
   // httplib's own refusals (404, 413, a malformed request line) get a JSON body like ours.
   http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
@@ -285,6 +306,7 @@ int TranslationServer::bind() {
     throw Error("cannot listen on " + printable(options.host) + ":" + std::to_string(options.port) +
                 " (in use, or not an address of this machine)");
   }
+  ::listen(impl_->listening_socket, kListenBacklog);  // a listening socket takes a new backlog
   return port;
 }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "command_runs.h"
@@ -264,6 +265,27 @@ TEST_F(ServeTest, HealthModelsMetricsAndTheApiDocument) {
   EXPECT_EQ(beam["maximum"].get<int>(), 64) << "the search options come from their table";
 }
 
+// 4b. A burst of connections is queued, not dropped (httplib alone listens with a backlog of 5), and a
+// second server on a port already served is refused (httplib alone binds it with SO_REUSEPORT).
+TEST_F(ServeTest, ListensWithADeepBacklogAndAloneOnItsPort) {
+  InProcessServer running(trained(), {}, {}, /*load=*/false);
+  serve::ModelRegistry registry({serve::parse_model_spec(trained())}, torch::kCPU, run::WeightsChoice::kBest);
+  serve::ServeOptions same_port;
+  same_port.port = running.port();
+  serve::TranslationServer second(same_port, {}, registry);
+  EXPECT_THROW(second.bind(), Error) << "a second server bound port " << running.port();
+  const std::string listing = test::scratch_path(ServeSuite::kFolder, "ss.txt");
+  if (std::system(("ss -Hltn 'sport = :" + std::to_string(running.port()) + "' > " + listing).c_str()) != 0) {
+    GTEST_SKIP() << "ss (iproute2) is not installed";
+  }
+  int state_queue = -1, backlog = -1;
+  std::string state;
+  std::istringstream(read_file(listing)) >> state >> state_queue >> backlog;
+  int somaxconn = 4096;
+  std::ifstream("/proc/sys/net/core/somaxconn") >> somaxconn;
+  EXPECT_EQ(backlog, std::min(1024, somaxconn)) << read_file(listing);
+}
+
 // 5. Reloads while clients translate: none fails; a broken checkpoint keeps the old model serving.
 TEST_F(ServeTest, ReloadUnderLoadFailsNoRequest) {
   const std::string run = copy_of_trained("reloaded");
@@ -366,7 +388,7 @@ TEST_F(ServeTest, SighupReloadsAndSchemathesisFindsNoServerError) {
   const std::string schemathesis = fs::path(test::python()).parent_path().string() + "/schemathesis";
   const test::Outcome outcome = test::run_command(
       "run http://127.0.0.1:" + std::to_string(serving.port) + "/openapi.json -n 25 --seed 1 -w 1 "
-      "--exclude-checks unsupported_method",
+      "--exclude-checks unsupported_method --generation-database none",
       log + ".schemathesis", "/dev/null", "", std::chrono::seconds(300), schemathesis);
   EXPECT_EQ(outcome.status, 0) << outcome.output.substr(outcome.output.size() > 4000 ? outcome.output.size() - 4000 : 0);
   serving.process.signal(SIGTERM);
