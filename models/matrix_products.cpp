@@ -6,9 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
-#include <initializer_list>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -29,31 +26,8 @@ void mkldnn_matmul(const at::Tensor& mat1, const at::Tensor& mat2, const at::Ten
 namespace luong::models {
 namespace {
 
-// The choice that environment variable `variable` names among `choices`, the first where it is unset
-// or empty; a value not among them throws Error ("V must be a, b or c, not 'x'").
-template <typename Choice>
-Choice choice_from_environment(const char* variable, std::initializer_list<std::pair<const char*, Choice>> choices) {
-  const char* value = std::getenv(variable);
-  if (value == nullptr || *value == '\0') return choices.begin()->second;
-  std::string names;
-  std::size_t index = 0;
-  for (const auto& [name, choice] : choices) {
-    if (std::strcmp(value, name) == 0) return choice;
-    if (index > 0) names += index + 1 == choices.size() ? " or " : ", ";
-    names += name;
-    ++index;
-  }
-  throw Error(std::string(variable) + " must be " + names + ", not '" + value + "'");
-}
-
-Float32Products float32_products_from_environment() {
-  return choice_from_environment<Float32Products>(
-      "LUONG_FLOAT32_PRODUCTS",
-      {{"auto", Float32Products::kAuto}, {"mkl", Float32Products::kMkl}, {"onednn", Float32Products::kOneDnn}});
-}
-
 std::atomic<Float32Products>& current_choice() {
-  static std::atomic<Float32Products> choice{float32_products_from_environment()};
+  static std::atomic<Float32Products> choice{Float32Products::kAuto};
   return choice;
 }
 
@@ -62,23 +36,13 @@ std::atomic<int64_t> panel_products{0};
 std::atomic<int64_t> products_dealt{0};
 std::atomic<int64_t> bf16_library_products{0};
 
-struct PanelChoice {
-  bool enabled = true;
-  bool amx = true;  // bf16 panels by AMX where it is here
-};
-
-PanelChoice panels_from_environment() {
-  return choice_from_environment<PanelChoice>(
-      "LUONG_PANEL_PRODUCTS", {{"on", PanelChoice{}}, {"off", PanelChoice{false, true}}, {"no-amx", PanelChoice{true, false}}});
-}
-
 std::atomic<bool>& panels_enabled() {
-  static std::atomic<bool> enabled{panels_from_environment().enabled};
+  static std::atomic<bool> enabled{true};
   return enabled;
 }
 
-std::atomic<bool>& amx_panels_enabled() {
-  static std::atomic<bool> enabled{panels_from_environment().amx};
+std::atomic<bool>& amx_panels_enabled() {  // bf16 panels by AMX where it is here
+  static std::atomic<bool> enabled{true};
   return enabled;
 }
 
@@ -135,6 +99,11 @@ bool panel_products_enabled() { return panels_enabled().load(std::memory_order_r
 
 void set_panel_products_enabled(bool enabled) { panels_enabled().store(enabled, std::memory_order_relaxed); }
 
+void set_panel_products(PanelProducts choice) {
+  set_panel_products_enabled(choice != PanelProducts::kOff);
+  set_amx_panels_enabled(choice != PanelProducts::kNoAmx);
+}
+
 Bf16PanelKernel bf16_panel_kernel() {
   const Bf16PanelKernel here = bf16_panel_kernel_here();
   return here == Bf16PanelKernel::kAmx && !amx_panels_enabled().load(std::memory_order_relaxed)
@@ -149,13 +118,6 @@ int64_t panel_products_run() { return panel_products.load(std::memory_order_rela
 int64_t products_dealt_run() { return products_dealt.load(std::memory_order_relaxed); }
 
 int64_t bf16_library_products_run() { return bf16_library_products.load(std::memory_order_relaxed); }
-
-void read_product_environment() {
-  (void)float32_products();
-  (void)panel_products_enabled();
-  (void)amx_panels_enabled();
-  (void)step_teams_enabled();
-}
 
 PanelOperand::PanelOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
   if (!panel_products_enabled() || b.dim() != 2 || !b.device().is_cpu() || b.numel() == 0) return;
@@ -247,7 +209,7 @@ const uint16_t* PanelOperand::amx_panels() const {
 
 namespace {
 std::atomic<bool>& step_teams_switch() {
-  static std::atomic<bool> enabled{choice_from_environment<bool>("LUONG_STEP_TEAMS", {{"on", true}, {"off", false}})};
+  static std::atomic<bool> enabled{true};
   return enabled;
 }
 std::atomic<int64_t> step_team_products{0};

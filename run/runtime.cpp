@@ -55,7 +55,14 @@ Runtime apply_runtime(const RuntimeOptions& options, int processes) {
   }
   runtime.device = parse_device(options.device);
   runtime.threads = configure_threads(threads);
+  apply_kernel_switches(options);
   return runtime;
+}
+
+void apply_kernel_switches(const RuntimeOptions& options) {
+  models::set_float32_products(options.float32_products);
+  models::set_panel_products(options.panel_products);
+  models::set_step_teams_enabled(options.step_teams);
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> random_states() {

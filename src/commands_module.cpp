@@ -49,7 +49,6 @@ extern "C" int luong_commands_run(const char* name, int argc, char** argv) {
   for (const auto& command : kModuleCommands) {
     if (std::strcmp(name, command.name) != 0) continue;
     try {
-      luong::models::read_product_environment();
       return command.run(argc, argv);
     } catch (...) {
       return luong::cli::report_failure(name, describe_failure());

@@ -35,7 +35,8 @@ void print_table(const Json& report, const evaluation::BleuScore& bleu) {
 
 int evaluate_command(int argc, char** argv) {
   cxxopts::Options parser("luong evaluate",
-                          "Test loss, perplexity, corpus BLEU (sacreBLEU's 13a, 4-gram) and chrF of a trained model.");
+                          "Test loss, perplexity, corpus BLEU (sacreBLEU's 13a, 4-gram) and chrF of a trained model. "
+                          "Each side of a pair is cut at 400 tokens (with a warning counting the pairs cut).");
   add_model_flags(parser);
   parser.add_options("data")
       ("data", "pairs to score (default: the run's own test split, RUN_DIR/test.tsv)", cxxopts::value<std::string>())

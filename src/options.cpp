@@ -8,6 +8,29 @@
 #include "luong/util/error.h"
 
 namespace luong::cli {
+namespace {
+
+// cxxopts says "Argument ‘2’ failed to parse" without the flag: find the flag that was given that
+// value ("--flag=2" or "--flag 2") and name it.
+std::string with_the_flag(const cxxopts::exceptions::incorrect_argument_type& e, int argc, char** argv) {
+  const std::string what = e.what(), open = "\u2018", close = "\u2019";
+  const std::size_t start = what.find(open), end = what.rfind(close);
+  if (start == std::string::npos || end == std::string::npos || end < start) return what;
+  const std::string value = what.substr(start + open.size(), end - start - open.size());
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const std::size_t equals = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && equals != std::string::npos && arg.substr(equals + 1) == value) {
+      return arg.substr(0, equals) + ": '" + value + "' is not a valid value";
+    }
+    if (arg == value && i > 1 && std::string(argv[i - 1]).rfind("-", 0) == 0) {
+      return std::string(argv[i - 1]) + ": '" + value + "' is not a valid value";
+    }
+  }
+  return what;
+}
+
+}  // namespace
 
 bool parse_or_help(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResult& result) {
   options.add_options("help")("h,help", "show this help");
@@ -16,6 +39,8 @@ bool parse_or_help(cxxopts::Options& options, int argc, char** argv, cxxopts::Pa
     result = options.parse(argc, argv);
     const std::vector<std::string> extra = result.unmatched();
     if (!extra.empty()) throw Error("unexpected argument '" + printable(extra.front()) + "'");
+  } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
+    throw Error(printable(with_the_flag(e, argc, argv), 300) + " (see 'luong " + command + " --help')");
   } catch (const cxxopts::exceptions::exception& e) {
     throw Error(printable(e.what(), 300) + " (see 'luong " + command + " --help')");
   }

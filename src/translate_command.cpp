@@ -17,7 +17,7 @@ int translate_command(int argc, char** argv) {
   cxxopts::Options parser("luong translate",
                           "Translate sentences read from stdin, one per line, to stdout: one output line per input "
                           "line (with --nbest N: N lines of line<TAB>rank<TAB>score<TAB>translation). Lines over "
-                          "1 MiB give an empty translation and a warning.");
+                          "1 MiB give an empty translation and a warning; a source is cut at 400 tokens.");
   add_model_flags(parser);
   add_flags(parser, evaluation::SearchOptions{});
   parser.add_options("output")("stats", "print the sentences per second of the translation itself (after loading) on stderr");

@@ -11,7 +11,9 @@
 #include <string>
 
 #include "luong/cli/commands.h"
+#include "luong/cli/option_flags.h"
 #include "luong/models/matrix_products.h"
+#include "luong/run/runtime.h"
 #include "luong/util/cuda_libraries.h"
 #include "luong/util/error.h"
 #include "luong/util/threads.h"
@@ -44,20 +46,28 @@ std::string processor_features() {
 std::string panel_kernels() {
   const models::PanelIsa isa = models::panel_isa_here();
   if (isa == models::PanelIsa::kNone) return "as above (no panel kernel for this processor)";
-  if (!models::panel_products_enabled()) return "as above (LUONG_PANEL_PRODUCTS=off)";
+  if (!models::panel_products_enabled()) return "as above (--panel-products off)";
   std::string kernels = isa == models::PanelIsa::kAvx512 ? "panels, AVX-512" : "panels, AVX2";
   const models::Bf16PanelKernel bf16 = models::bf16_panel_kernel();
   if (bf16 != models::Bf16PanelKernel::kNone) {
     kernels += std::string("; in bf16, bf16 panels (") + models::bf16_panel_kernel_name(bf16) +
-               (bf16 != models::bf16_panel_kernel_here() ? ", LUONG_PANEL_PRODUCTS=no-amx)" : ")");
+               (bf16 != models::bf16_panel_kernel_here() ? ", --panel-products no-amx)" : ")");
   }
   return kernels;
 }
 
 }  // namespace
 
-int version_command(int, char**) {
-  configure_threads(0);  // what every command does without --threads
+int version_command(int argc, char** argv) {
+  // The runtime flags select the kernels this reports: `luong --version --panel-products off`.
+  cxxopts::Options parser("luong --version", "LibTorch, CUDA, the processor and the kernels luong's commands use.");
+  add_flags(parser, run::RuntimeOptions{});
+  cxxopts::ParseResult result;
+  if (!parse_or_help(parser, argc, argv, result)) return 0;
+  run::RuntimeOptions runtime;
+  apply_flags(result, runtime);
+  run::apply_kernel_switches(runtime);
+  configure_threads(static_cast<int>(runtime.threads));  // as every command does
   std::printf("LibTorch %s\n", TORCH_VERSION);
   std::string cuda_failure;
   try {
@@ -82,11 +92,11 @@ int version_command(int, char**) {
                                                                       : "BLAS: see at::get_parallel_info()");
   const char* float32 = "MKL";
   switch (models::float32_products()) {
-    case models::Float32Products::kMkl: float32 = "MKL (LUONG_FLOAT32_PRODUCTS=mkl)"; break;
+    case models::Float32Products::kMkl: float32 = "MKL (--float32-products mkl)"; break;
     case models::Float32Products::kOneDnn:
       float32 = models::onednn_float32_available()
-                    ? "oneDNN (LUONG_FLOAT32_PRODUCTS=onednn)"
-                    : "MKL (LUONG_FLOAT32_PRODUCTS=onednn, but LibTorch's oneDNN product needs AVX-512 BW/VL/DQ)";
+                    ? "oneDNN (--float32-products onednn)"
+                    : "MKL (--float32-products onednn, but LibTorch's oneDNN product needs AVX-512 BW/VL/DQ)";
       break;
     case models::Float32Products::kAuto:
       float32 = models::onednn_float32_is_faster_here()

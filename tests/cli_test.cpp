@@ -190,14 +190,14 @@ TEST(CliTest, ACudaModuleThatCannotLoadStopsOnlyGpuCommands) {
 }
 #endif
 
-// `luong version` says which kernels multiply the fused kernels' float32 matrices, and a bad
-// LUONG_PANEL_PRODUCTS (or LUONG_STEP_TEAMS) ends a command before it starts: one line and exit 2.
+// `luong version` says which kernels multiply the fused kernels' float32 matrices as the runtime
+// flags select them, and a bad value of one ends a command before it starts: one line and exit 2.
 TEST(CliTest, VersionSaysWhichProductKernelsRun) {
   const models::PanelIsa isa = models::panel_isa_here();
   const std::string panels = isa == models::PanelIsa::kNone     ? "as above (no panel kernel for this processor)"
                              : isa == models::PanelIsa::kAvx512 ? "panels, AVX-512"
                                                                 : "panels, AVX2";
-  const CommandResult on = run("version", "", "LUONG_PANEL_PRODUCTS=on");
+  const CommandResult on = run("version --panel-products on");
   EXPECT_EQ(on.status, 0) << on.out;
   EXPECT_NE(on.out.find("fused kernels' float32 products: "), std::string::npos) << on.out;
   const models::Bf16PanelKernel bf16_kernel = models::bf16_panel_kernel_here();
@@ -206,24 +206,27 @@ TEST(CliTest, VersionSaysWhichProductKernelsRun) {
                                : std::string("; in bf16, bf16 panels (") + models::bf16_panel_kernel_name(bf16_kernel) + ")";
   EXPECT_NE(on.out.find("their per-step float32 products: " + panels + bf16 + "\n"), std::string::npos) << on.out;
   if (bf16_kernel == models::Bf16PanelKernel::kAmx) {
-    const CommandResult no_amx = run("version", "", "LUONG_PANEL_PRODUCTS=no-amx");
-    EXPECT_NE(no_amx.out.find("; in bf16, bf16 panels (AVX512-BF16, LUONG_PANEL_PRODUCTS=no-amx)\n"), std::string::npos)
+    const CommandResult no_amx = run("version --panel-products no-amx");
+    EXPECT_NE(no_amx.out.find("; in bf16, bf16 panels (AVX512-BF16, --panel-products no-amx)\n"), std::string::npos)
         << no_amx.out;
   }
   if (isa != models::PanelIsa::kNone) {
-    const CommandResult off = run("version", "", "LUONG_PANEL_PRODUCTS=off");
-    EXPECT_NE(off.out.find("their per-step float32 products: as above (LUONG_PANEL_PRODUCTS=off)\n"),
+    const CommandResult off = run("version --panel-products off");
+    EXPECT_NE(off.out.find("their per-step float32 products: as above (--panel-products off)\n"),
               std::string::npos)
         << off.out;
   }
-  for (const auto& [variable, error] :
-       {std::pair<std::string, std::string>{"LUONG_PANEL_PRODUCTS=sometimes",
-                                            "LUONG_PANEL_PRODUCTS must be on, off or no-amx, not 'sometimes'"},
-        {"LUONG_STEP_TEAMS=2", "LUONG_STEP_TEAMS must be on or off, not '2'"}}) {
-    const std::string dir = temp_run("bad_environment");
-    const CommandResult bad = run("train --data builtin:numbers --out " + dir, "", variable);
+  const CommandResult mkl = run("version --float32-products mkl");
+  EXPECT_NE(mkl.out.find("fused kernels' float32 products: MKL (--float32-products mkl)\n"), std::string::npos) << mkl.out;
+  for (const auto& [flag, error] :
+       {std::pair<std::string, std::string>{"--panel-products sometimes",
+                                            "--panel-products: 'sometimes' is not one of on, off or no-amx"},
+        {"--no-step-teams=2", "--no-step-teams: '2' is not a valid value"},
+        {"--float32-products blas", "--float32-products: 'blas' is not one of auto, mkl or onednn"}}) {
+    const std::string dir = temp_run("bad_switch");
+    const CommandResult bad = run("train --data builtin:numbers " + flag + " --out " + dir);
     EXPECT_EQ(bad.status, 2) << bad.out;
-    EXPECT_FALSE(fs::exists(dir)) << "a run started under " << variable;
+    EXPECT_FALSE(fs::exists(dir)) << "a run started with " << flag;
     EXPECT_EQ(std::count(bad.out.begin(), bad.out.end(), '\n'), 1) << bad.out;
     EXPECT_NE(bad.out.find(error), std::string::npos) << bad.out;
   }

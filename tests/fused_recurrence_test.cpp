@@ -239,7 +239,7 @@ bool dense_or_transposed(const torch::Tensor& t) {
   return t.dim() == 2 && (t.is_contiguous() || (t.stride(0) == 1 && t.stride(1) == t.size(0)));
 }
 
-// oneDNN for every float32 product of the fused kernels (LUONG_FLOAT32_PRODUCTS=onednn; `auto` gives
+// oneDNN for every float32 product of the fused kernels (--float32-products onednn; `auto` gives
 // it the large ones on AMD processors with AVX-512): the module path's loss and gradients, which MKL
 // computes, and the products really ran in oneDNN.
 TEST_P(FusedRecurrenceTest, OneDnnFloat32ProductsMatchTheModulePath) {

@@ -95,8 +95,9 @@ TEST(TrainConfigTest, TableDrivesKeysAndResumeRules) {
     EXPECT_TRUE(a.to_json().contains(info.key)) << info.key;
   });
   EXPECT_EQ(static_cast<int>(a.to_json().size()), options);
-  EXPECT_EQ(may_change, 14);  // epochs, profile_steps, max_time, precision, cuda_graphs, cuda_graph_padding,
-                              // overlap_below_hidden, lr, clip, patience, out, device, threads, deterministic
+  EXPECT_EQ(may_change, 17);  // epochs, profile_steps, max_time, precision, cuda_graphs, cuda_graph_padding,
+                              // overlap_below_hidden, lr, clip, patience, out, device, threads, deterministic,
+                              // float32_products, panel_products, step_teams
   run::TrainConfig b = a;
   b.hidden = 128;
   b.lr = 0.5;

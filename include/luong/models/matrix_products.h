@@ -15,6 +15,7 @@
 
 #include "luong/models/panel_products.h"
 #include "luong/models/precision.h"
+#include "luong/util/options.h"
 
 namespace luong::models {
 
@@ -24,8 +25,8 @@ namespace luong::models {
 ///            MKL elsewhere and for the small per-step products;
 ///   kMkl     always MKL, as LibTorch's own mm;
 ///   kOneDnn  oneDNN for every product it can take, whatever its size (the tests use it).
-/// The default is LUONG_FLOAT32_PRODUCTS (auto, mkl or onednn), else kAuto. Products in double, on
-/// CUDA or with bf16 operands never change library.
+/// The runtime option --float32-products (run/runtime_options.h) sets it; kAuto until then. Products
+/// in double, on CUDA or with bf16 operands never change library.
 enum class Float32Products { kAuto, kMkl, kOneDnn };
 Float32Products float32_products();
 void set_float32_products(Float32Products choice);
@@ -54,14 +55,16 @@ inline torch::Tensor to_bf16(const torch::Tensor& t) {
 }  // namespace detail
 
 /// Whether the fused kernels' per-step products (and the loss's logits) run in panels
-/// (panel_products.h) where this processor has a panel kernel: LUONG_PANEL_PRODUCTS (on, off, or
-/// no-amx: on, the bf16 panels by AVX512-BF16 even where AMX is here), else on. Off, they go to the
-/// library Float32Products chooses, or LibTorch's bf16 product (the tests hold the two against each
-/// other).
+/// (panel_products.h) where this processor has a panel kernel: the runtime option --panel-products
+/// (on, off, or no-amx: on, the bf16 panels by AVX512-BF16 even where AMX is here), on until it is
+/// applied. Off, they go to the library Float32Products chooses, or LibTorch's bf16 product (the
+/// tests hold the two against each other).
+enum class PanelProducts { kOn, kOff, kNoAmx };
+void set_panel_products(PanelProducts choice);
 bool panel_products_enabled();
 void set_panel_products_enabled(bool enabled);
 /// The kernel of the bf16 panels: bf16_panel_kernel_here(), but AVX512-BF16 for AMX where AMX
-/// panels are turned off (LUONG_PANEL_PRODUCTS=no-amx, or set_amx_panels_enabled(false)).
+/// panels are turned off (--panel-products no-amx, or set_amx_panels_enabled(false)).
 Bf16PanelKernel bf16_panel_kernel();
 void set_amx_panels_enabled(bool enabled);
 /// The products run in panels in this process (for tests and benchmarks to see that they ran).
@@ -72,9 +75,6 @@ int64_t products_dealt_run();
 /// kernel is here, a training step's products run none (the fused kernels hand the products float32
 /// a operands, which the panels round as they go).
 int64_t bf16_library_products_run();
-/// Reads LUONG_FLOAT32_PRODUCTS, LUONG_PANEL_PRODUCTS and LUONG_STEP_TEAMS now (a bad value throws Error), as every
-/// command does first, so that a bad value ends it before it has written anything.
-void read_product_environment();
 
 /// The right operand b [K, N] of a fused kernel's products against one weight (each step's, or the
 /// loss's output projection with its bias as the sums' start): laid out in panels once per kernel
@@ -149,8 +149,9 @@ class StepTeam {
   std::atomic<bool> abandoned_{false};
   int64_t passed_[kMembers] = {};
 };
-/// Whether decoders' steps make their products in StepTeams where they can (LUONG_STEP_TEAMS=off
-/// turns them off; the tests compare both ways), and the products made so in this process.
+/// Whether decoders' steps make their products in StepTeams where they can (the runtime option
+/// --no-step-teams turns them off; the tests compare both ways), and the products made so in this
+/// process.
 bool step_teams_enabled();
 void set_step_teams_enabled(bool enabled);
 int64_t step_team_products_run();
@@ -302,3 +303,19 @@ struct FusedKernelCall {
 };
 
 }  // namespace luong::models
+
+template <>
+struct luong::options::EnumNames<luong::models::Float32Products> {
+  static constexpr std::pair<luong::models::Float32Products, const char*> values[] = {
+      {luong::models::Float32Products::kAuto, "auto"},
+      {luong::models::Float32Products::kMkl, "mkl"},
+      {luong::models::Float32Products::kOneDnn, "onednn"}};
+};
+
+template <>
+struct luong::options::EnumNames<luong::models::PanelProducts> {
+  static constexpr std::pair<luong::models::PanelProducts, const char*> values[] = {
+      {luong::models::PanelProducts::kOn, "on"},
+      {luong::models::PanelProducts::kOff, "off"},
+      {luong::models::PanelProducts::kNoAmx, "no-amx"}};
+};

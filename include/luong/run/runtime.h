@@ -22,6 +22,9 @@ torch::Device parse_device(const std::string& text);
 /// deterministic algorithms when asked, and checks the device. Above the available cores it warns
 /// on stderr and goes on.
 Runtime apply_runtime(const RuntimeOptions& options, int processes = 1);
+/// The CPU kernels' switches of `options` (--float32-products, --panel-products, --no-step-teams),
+/// which apply_runtime sets too.
+void apply_kernel_switches(const RuntimeOptions& options);
 
 /// The RNG states a checkpoint keeps: the CPU generator's and each visible CUDA device's.
 std::vector<std::pair<std::string, torch::Tensor>> random_states();
