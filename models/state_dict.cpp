@@ -383,10 +383,21 @@ class StateDictUnpickler {
 
 }  // namespace
 
-StateDict state_dict(const torch::nn::Module& module) {
+namespace {
+
+// Every parameter and buffer of `module` under its name, where it lives.
+StateDict named_tensors(const torch::nn::Module& module) {
   StateDict dict;
-  for (const auto& item : module.named_parameters(true)) dict.emplace_back(item.key(), item.value().detach().cpu());
-  for (const auto& item : module.named_buffers(true)) dict.emplace_back(item.key(), item.value().detach().cpu());
+  for (const auto& item : module.named_parameters(true)) dict.emplace_back(item.key(), item.value());
+  for (const auto& item : module.named_buffers(true)) dict.emplace_back(item.key(), item.value());
+  return dict;
+}
+
+}  // namespace
+
+StateDict state_dict(const torch::nn::Module& module) {
+  StateDict dict = named_tensors(module);
+  for (auto& [name, tensor] : dict) tensor = tensor.detach().cpu();
   return dict;
 }
 
@@ -435,10 +446,7 @@ std::uint64_t state_dict_size_limit(const StateDict& dict) {
 }
 
 std::uint64_t state_dict_size_limit(const torch::nn::Module& module) {
-  StateDict shapes;  // the tensors themselves, wherever they live: only their sizes are read
-  for (const auto& item : module.named_parameters(true)) shapes.emplace_back(item.key(), item.value());
-  for (const auto& item : module.named_buffers(true)) shapes.emplace_back(item.key(), item.value());
-  return state_dict_size_limit(shapes);
+  return state_dict_size_limit(named_tensors(module));  // only their sizes are read: no copy off the device
 }
 
 StateDict read_state_dict(const std::string& path, std::uint64_t max_bytes) {

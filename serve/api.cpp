@@ -32,6 +32,13 @@ std::size_t characters(const std::string& text) {
   }));
 }
 
+void check_sentence_count(std::size_t count, const RequestLimits& limits) {
+  if (count > limits.max_sentences) {
+    throw ApiError(400, "too_many", std::to_string(count) + " sentences, more than " +
+                                        std::to_string(limits.max_sentences) + " a request (--max-sentences)");
+  }
+}
+
 std::string checked_source(const Json& item, std::size_t index, const RequestLimits& limits) {
   if (!item.is_string()) {
     throw ApiError(400, "bad_request", "src[" + std::to_string(index) + "] must be a string, not " + json_type_name(item));
@@ -72,10 +79,7 @@ TranslateRequest request_from(const Json& json, const evaluation::SearchOptions&
     throw ApiError(400, "bad_request", "'src' is required: a list of sentences");
   }
   const Json& src = json["src"];
-  if (src.size() > limits.max_sentences) {
-    throw ApiError(400, "too_many", std::to_string(src.size()) + " sentences, more than " +
-                                        std::to_string(limits.max_sentences) + " a request (--max-sentences)");
-  }
+  check_sentence_count(src.size(), limits);
   TranslateRequest request;
   for (std::size_t i = 0; i < src.size(); ++i) request.sources.push_back(checked_source(src[i], i, limits));
   if (json.contains("model")) {
@@ -100,10 +104,7 @@ std::vector<OpenNmtInput> parse_opennmt_request(const std::string& body, const e
                                                 const RequestLimits& limits) {
   const Json json = parse_body(body);
   if (!json.is_array()) throw ApiError(400, "bad_request", "the body must be a list of {\"src\": ..., \"id\": N}");
-  if (json.size() > limits.max_sentences) {
-    throw ApiError(400, "too_many", std::to_string(json.size()) + " sentences, more than " +
-                                        std::to_string(limits.max_sentences) + " a request (--max-sentences)");
-  }
+  check_sentence_count(json.size(), limits);
   std::vector<OpenNmtInput> groups;
   for (std::size_t i = 0; i < json.size(); ++i) {
     const Json& item = json[i];

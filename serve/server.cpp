@@ -27,6 +27,9 @@ const char* kJson = "application/json";
 // retransmissions (1 s, 3 s, 7 s...). The kernel caps this at net.core.somaxconn.
 constexpr int kListenBacklog = 1024;
 
+// An exception's first line, printable and bounded, for a 500's body.
+std::string first_line_of(const std::string& what) { return printable(what.substr(0, what.find('\n')), 300); }
+
 void answer(httplib::Response& res, int status, const Json& body) {
   res.status = status;
   res.set_content(dump_json(body), kJson);
@@ -122,8 +125,7 @@ std::vector<evaluation::Translation> TranslationServer::Impl::run(const std::sha
   try {
     for (auto& future : *futures) out.push_back(future.get());
   } catch (const std::exception& e) {
-    const std::string what = e.what();
-    throw ApiError(500, "search_failed", "the search failed: " + printable(what.substr(0, what.find('\n')), 300));
+    throw ApiError(500, "search_failed", "the search failed: " + first_line_of(e.what()));
   }
   return out;
 }
@@ -248,7 +250,7 @@ void TranslationServer::Impl::configure() {
     } catch (...) {
     }
     metrics.error("internal");
-    answer(res, 500, error_json(500, printable(what.substr(0, what.find('\n')), 300)));
+    answer(res, 500, error_json(500, first_line_of(what)));
   });
   // Every other method on a known route: 405, answered by a route handler so that its body is read
   // first (answered before routing, the unread body would be taken for the connection's next request).

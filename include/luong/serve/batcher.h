@@ -22,10 +22,11 @@
 
 namespace luong::serve {
 
+/// From ServeOptions (server.h), where their defaults and ranges are declared.
 struct BatcherOptions {
-  std::int64_t max_batch_tokens = 2048;  ///< source tokens a batch gathers at most (one sentence may exceed it)
-  std::chrono::milliseconds queue_timeout{5};
-  std::size_t max_queue = 1024;  ///< sentences waiting at most
+  std::int64_t max_batch_tokens = 0;  ///< source tokens a batch gathers at most (one sentence may exceed it)
+  std::chrono::milliseconds queue_timeout{0};
+  std::size_t max_queue = 0;  ///< sentences waiting at most
 };
 
 class Batcher {
