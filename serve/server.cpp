@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 
 #include "luong/serve/api.h"
 #include "luong/serve/batcher.h"
@@ -63,6 +64,37 @@ bool method_allowed(const std::string& allowed, const std::string& method) {
 void method_not_allowed(httplib::Response& res, const std::string& allowed) {
   res.set_header("Allow", allowed == "GET" ? "GET, HEAD" : allowed);
   answer(res, 405, error_json(405, "use " + allowed + " on this route"));
+}
+
+// httplib 0.11 reads a request's body only for POST, PUT, PATCH and DELETE (and, after a malformed
+// request line, not even the headers): bytes left unread would be taken for the connection's next
+// request, a desync for the client and a smuggled request behind a proxy.
+bool leaves_bytes_unread(const httplib::Request& req) {
+  if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE") return false;
+  const std::string length = req.get_header_value("Content-Length");
+  return req.has_header("Transfer-Encoding") || !(length.empty() || length == "0");
+}
+
+// httplib closes a connection only when its client asked to or when writing a response fails, so
+// the body goes out through a provider that reports failure once the whole body is written. A HEAD
+// answer has no body to write: it is answered as a GET, on a connection about to close. (A server
+// stopping writes no provider's body: such an answer then ends after its headers.)
+void close_after_answering(const httplib::Request& req, httplib::Response& res) {
+  res.headers.erase("Keep-Alive");
+  res.headers.erase("Connection");
+  res.set_header("Connection", "close");
+  if (res.body.empty()) return;
+  if (req.method == "HEAD") const_cast<httplib::Request&>(req).method = "GET";
+  auto body = std::make_shared<std::string>(std::move(res.body));
+  res.body.clear();
+  const std::string type = res.get_header_value("Content-Type");
+  res.headers.erase("Content-Type");
+  res.headers.erase("Content-Length");
+  res.set_header("Content-Length", std::to_string(body->size()));
+  res.set_content_provider(body->size(), type, [body](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+    sink.write(body->data() + offset, length);
+    return false;
+  });
 }
 
 const char* default_message(int status) {
@@ -197,13 +229,17 @@ void TranslationServer::Impl::reload(httplib::Response& res) {
 // Counted before the response is written (httplib's post-routing handler runs for every response,
 // errors included), so a client that has its answer finds it in /metrics.
 void TranslationServer::Impl::count_request(const httplib::Request& req, const httplib::Response& res) {
-  request_seconds = std::chrono::duration<double>(Clock::now() - request_start).count();
+  // A request httplib refused before routing never set its start.
+  const bool routed = request_start != Clock::time_point{};
+  request_seconds = routed ? std::chrono::duration<double>(Clock::now() - request_start).count() : 0.0;
+  request_start = Clock::time_point{};
   metrics.request(route_label(req.path), res.status, request_sentences, request_seconds);
 }
 
 void TranslationServer::Impl::access_log(const httplib::Request& req, const httplib::Response& res) {
   std::fprintf(stderr, "luong serve: %s %s %d %zu %.1f ms\n", printable(req.method, 16).c_str(),
                printable(req.path, 120).c_str(), res.status, request_sentences, 1000 * request_seconds);
+  request_sentences = 0;
 }
 
 void TranslationServer::Impl::configure() {
@@ -226,9 +262,13 @@ void TranslationServer::Impl::configure() {
     request_sentences = 0;
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) { count_request(req, res); });
+  http.set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    count_request(req, res);
+    if (leaves_bytes_unread(req)) close_after_answering(req, res);
+  });
   http.set_logger([this](const httplib::Request& req, const httplib::Response& res) { access_log(req, res); });
-  // httplib's own refusals (404, 413, a malformed request line) get a JSON body like ours.
+  // httplib's own refusals (404, 413, a malformed request line) get a JSON body like ours, and end
+  // the connection: what follows a request httplib could not read cannot be trusted as a request.
   http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     // httplib refuses a method it does not know (TRACE, QUERY: no path parsed, only the target) or a
@@ -236,10 +276,12 @@ void TranslationServer::Impl::configure() {
     const std::string allowed = allowed_method(req.path.empty() ? req.target.substr(0, req.target.find('?')) : req.path);
     if (res.status == 400 && !allowed.empty() && !method_allowed(allowed, req.method)) {
       metrics.error("bad_method");
-      return method_not_allowed(res, allowed);
+      method_not_allowed(res, allowed);
+    } else {
+      metrics.error(res.status == 413 ? "too_large" : res.status == 404 ? "not_found" : "bad_request");
+      answer(res, res.status, error_json(res.status, default_message(res.status)));
     }
-    metrics.error(res.status == 413 ? "too_large" : res.status == 404 ? "not_found" : "bad_request");
-    answer(res, res.status, error_json(res.status, default_message(res.status)));
+    close_after_answering(req, res);
   });
   http.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
     std::string what = "internal error";
