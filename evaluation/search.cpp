@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "luong/data_pipeline/vocabulary.h"
 #include "luong/evaluation/best_continuations.h"
@@ -256,20 +257,119 @@ std::vector<double> coverage_of(const torch::Tensor& coverage_cpu, int64_t row, 
   return std::vector<double>(c, c + length);
 }
 
-std::vector<std::vector<Hypothesis>> beam_batch(Scorer& scorer, const torch::Tensor& src, const torch::Tensor& lengths,
-                                                const SearchOptions& options) {
-  const int64_t k = options.beam, batch = src.size(0);
-  const torch::Tensor cpu_lengths = lengths.to(torch::kCPU, torch::kLong).contiguous();
+std::vector<Sentence> start_sentences(const torch::Tensor& cpu_lengths, const SearchOptions& options) {
   const std::vector<int64_t> limits = length_limits(cpu_lengths, options);
-  const auto long_options = torch::TensorOptions().dtype(torch::kLong).device(scorer.device());
-  std::vector<Sentence> sentences(static_cast<std::size_t>(batch));
-  for (int64_t b = 0; b < batch; ++b) {
-    Sentence& s = sentences[static_cast<std::size_t>(b)];
-    s.index = b;
-    s.source_length = cpu_lengths[b].item<int64_t>();
-    s.limit = limits[static_cast<std::size_t>(b)];
+  std::vector<Sentence> sentences(static_cast<std::size_t>(cpu_lengths.size(0)));
+  for (std::size_t b = 0; b < sentences.size(); ++b) {
+    Sentence& s = sentences[b];
+    s.index = static_cast<int64_t>(b);
+    s.source_length = cpu_lengths[s.index].item<int64_t>();
+    s.limit = limits[b];
     s.beams.resize(1);
   }
+  return sentences;
+}
+
+// The batch's rows as the step reads them: each live beam's last token and score, `beams` rows a
+// sentence.
+struct BatchRows {
+  std::vector<int64_t> previous;
+  std::vector<double> base;
+  std::vector<const std::vector<int64_t>*> tokens;
+};
+
+BatchRows gather_rows(const std::vector<Sentence*>& live, int64_t beams) {
+  const auto rows = live.size() * static_cast<std::size_t>(beams);
+  BatchRows out{std::vector<int64_t>(rows, Vocabulary::kSos), std::vector<double>(rows, kMinusInfinity),
+                std::vector<const std::vector<int64_t>*>(rows, nullptr)};
+  for (std::size_t s = 0; s < live.size(); ++s) {
+    for (std::size_t j = 0; j < live[s]->beams.size(); ++j) {
+      const Beam& beam = live[s]->beams[j];
+      const std::size_t row = s * static_cast<std::size_t>(beams) + j;
+      out.previous[row] = beam.tokens.empty() ? Vocabulary::kSos : beam.tokens.back();
+      out.base[row] = beam.log_prob;
+      out.tokens[row] = &beam.tokens;
+    }
+  }
+  return out;
+}
+
+// One step's outcome on the host: each sentence's best `candidates` continuations (index = row in
+// its block x vocab + token), and what the hypotheses keep of the step.
+struct HostStep {
+  torch::Tensor values, indices;  // [sentences, candidates]
+  int64_t candidates = 0, vocab = 0, beams = 0;
+  torch::Tensor weights, positions, coverage;  // defined when kept
+};
+
+// Walks sentence `s`'s candidates into its next beams and finished hypotheses; returns whether it
+// stays in the batch, and then appends its K source rows to `next_rows`.
+bool advance_sentence(Sentence& sentence, std::size_t s, const HostStep& step, int64_t t, const SearchOptions& options,
+                      std::vector<int64_t>& next_rows) {
+  const int64_t k = options.beam;
+  const double* values = step.values.data_ptr<double>() + static_cast<int64_t>(s) * step.candidates;
+  const int64_t* indices = step.indices.data_ptr<int64_t>() + static_cast<int64_t>(s) * step.candidates;
+  std::vector<Beam> next;
+  std::vector<int64_t> from_rows;
+  for (int64_t c = 0; c < step.candidates && static_cast<int64_t>(next.size()) < k; ++c) {
+    if (values[c] == kMinusInfinity) break;
+    const int64_t from = indices[c] / step.vocab, token = indices[c] % step.vocab;
+    const int64_t row = static_cast<int64_t>(s) * step.beams + from;
+    Beam beam = sentence.beams[static_cast<std::size_t>(from)];
+    beam.log_prob = values[c];
+    if (step.weights.defined()) {
+      beam.attention.push_back(row_of(step.weights, row, sentence.source_length));
+      if (step.positions.defined()) beam.positions.push_back(step.positions[row].item<float>());
+    }
+    if (token == Vocabulary::kEos) {
+      Hypothesis h = to_hypothesis(std::move(beam), true);
+      h.score = final_score(h, coverage_of(step.coverage, row, sentence.source_length), options);
+      sentence.finished.push_back(std::move(h));
+      if (static_cast<int64_t>(sentence.finished.size()) >= k) break;
+      continue;
+    }
+    beam.tokens.push_back(token);
+    next.push_back(std::move(beam));
+    from_rows.push_back(row);
+  }
+  const bool full = static_cast<int64_t>(sentence.finished.size()) >= k;
+  const bool at_limit = t + 1 >= sentence.limit;
+  if (full || next.empty() || at_limit) {
+    for (std::size_t j = 0; j < next.size() && !full; ++j) {
+      Hypothesis h = to_hypothesis(std::move(next[j]), false);
+      h.score = final_score(h, coverage_of(step.coverage, from_rows[j], sentence.source_length), options);
+      sentence.finished.push_back(std::move(h));
+    }
+    sentence.done = true;
+    return false;
+  }
+  sentence.beams = std::move(next);
+  for (int64_t j = 0; j < k; ++j) {
+    next_rows.push_back(from_rows[static_cast<std::size_t>(std::min<int64_t>(j, static_cast<int64_t>(from_rows.size()) - 1))]);
+  }
+  return true;
+}
+
+// Each sentence's n-best: complete translations first; among them, and then among the rest, the
+// best score.
+std::vector<std::vector<Hypothesis>> best_first(std::vector<Sentence>& sentences, int64_t nbest) {
+  std::vector<std::vector<Hypothesis>> out;
+  for (auto& sentence : sentences) {
+    std::stable_sort(sentence.finished.begin(), sentence.finished.end(), [](const Hypothesis& a, const Hypothesis& b) {
+      if (a.finished != b.finished) return a.finished;
+      return a.score > b.score;
+    });
+    if (static_cast<int64_t>(sentence.finished.size()) > nbest) sentence.finished.resize(static_cast<std::size_t>(nbest));
+    out.push_back(std::move(sentence.finished));
+  }
+  return out;
+}
+
+std::vector<std::vector<Hypothesis>> beam_batch(Scorer& scorer, const torch::Tensor& src, const torch::Tensor& lengths,
+                                                const SearchOptions& options) {
+  const int64_t k = options.beam;
+  const auto long_options = torch::TensorOptions().dtype(torch::kLong).device(scorer.device());
+  std::vector<Sentence> sentences = start_sentences(lengths.to(torch::kCPU, torch::kLong).contiguous(), options);
   // The first step runs once per sentence: its K rows would all be the same encoder row and <sos>.
   // Each sentence then has K rows, all from its encoder row, until it leaves the batch.
   Scorer::State state = scorer.start(src, lengths);
@@ -280,85 +380,34 @@ std::vector<std::vector<Hypothesis>> beam_batch(Scorer& scorer, const torch::Ten
   for (int64_t t = 0; !live.empty(); ++t) {
     const int64_t beams = t == 0 ? 1 : k;
     const auto rows = static_cast<int64_t>(live.size()) * beams;
-    std::vector<int64_t> previous(static_cast<std::size_t>(rows), Vocabulary::kSos);
-    std::vector<double> base(static_cast<std::size_t>(rows), kMinusInfinity);
-    std::vector<const std::vector<int64_t>*> row_tokens(static_cast<std::size_t>(rows), nullptr);
-    for (std::size_t s = 0; s < live.size(); ++s) {
-      for (std::size_t j = 0; j < live[s]->beams.size(); ++j) {
-        const Beam& beam = live[s]->beams[j];
-        const std::size_t row = s * static_cast<std::size_t>(beams) + j;
-        previous[row] = beam.tokens.empty() ? Vocabulary::kSos : beam.tokens.back();
-        base[row] = beam.log_prob;
-        row_tokens[row] = &beam.tokens;
-      }
-    }
-    Scorer::Step step = scorer.step(torch::tensor(previous, long_options), state, t);
+    const BatchRows batch = gather_rows(live, beams);
+    Scorer::Step step = scorer.step(torch::tensor(batch.previous, long_options), state, t);
     torch::Tensor scores = step.scores;
     bool log_probs = step.log_probs;
     if (options.block_ngram > 0) {  // blocked after normalising, so the others keep their probabilities
       if (!log_probs) scores = torch::log_softmax(scores, 1);
       log_probs = true;
-      block_repeats(scores, row_tokens, options.block_ngram);
+      block_repeats(scores, batch.tokens, options.block_ngram);
     }
-    const int64_t vocab = scores.size(1);
-    const int64_t candidates = std::min<int64_t>(2 * k, beams * vocab);
-    const auto [values_cpu, indices_cpu] = top_continuations(scores, log_probs, base, beams, candidates);
-    const bool keep = options.keep_attention;
-    const torch::Tensor weights_cpu = keep ? step.weights.to(torch::kCPU, torch::kFloat) : torch::Tensor();
-    const torch::Tensor positions_cpu = keep && step.positions.defined() ? step.positions.to(torch::kCPU, torch::kFloat)
-                                                                         : torch::Tensor();
-    torch::Tensor stepped_coverage, coverage_cpu;
+    HostStep host;
+    host.vocab = scores.size(1);
+    host.beams = beams;
+    host.candidates = std::min<int64_t>(2 * k, beams * host.vocab);
+    std::tie(host.values, host.indices) = top_continuations(scores, log_probs, batch.base, beams, host.candidates);
+    if (options.keep_attention) {
+      host.weights = step.weights.to(torch::kCPU, torch::kFloat);
+      if (step.positions.defined()) host.positions = step.positions.to(torch::kCPU, torch::kFloat);
+    }
+    torch::Tensor stepped_coverage;
     if (track_coverage) {
       stepped_coverage = (coverage.defined() ? coverage : torch::zeros_like(step.weights, torch::kDouble)) +
                          step.weights.to(torch::kDouble);
-      coverage_cpu = stepped_coverage.to(torch::kCPU).contiguous();
+      host.coverage = stepped_coverage.to(torch::kCPU).contiguous();
     }
-
     std::vector<int64_t> next_rows;  // for every surviving sentence, K source rows
     std::vector<Sentence*> still_live;
     for (std::size_t s = 0; s < live.size(); ++s) {
-      Sentence& sentence = *live[s];
-      const double* values = values_cpu.data_ptr<double>() + static_cast<int64_t>(s) * candidates;
-      const int64_t* indices = indices_cpu.data_ptr<int64_t>() + static_cast<int64_t>(s) * candidates;
-      std::vector<Beam> next;
-      std::vector<int64_t> from_rows;
-      for (int64_t c = 0; c < candidates && static_cast<int64_t>(next.size()) < k; ++c) {
-        if (values[c] == kMinusInfinity) break;
-        const int64_t from = indices[c] / vocab, token = indices[c] % vocab;
-        const int64_t row = static_cast<int64_t>(s) * beams + from;
-        Beam beam = sentence.beams[static_cast<std::size_t>(from)];
-        beam.log_prob = values[c];
-        if (keep) {
-          beam.attention.push_back(row_of(weights_cpu, row, sentence.source_length));
-          if (positions_cpu.defined()) beam.positions.push_back(positions_cpu[row].item<float>());
-        }
-        if (token == Vocabulary::kEos) {
-          Hypothesis h = to_hypothesis(std::move(beam), true);
-          h.score = final_score(h, coverage_of(coverage_cpu, row, sentence.source_length), options);
-          sentence.finished.push_back(std::move(h));
-          if (static_cast<int64_t>(sentence.finished.size()) >= k) break;
-          continue;
-        }
-        beam.tokens.push_back(token);
-        next.push_back(std::move(beam));
-        from_rows.push_back(row);
-      }
-      const bool full = static_cast<int64_t>(sentence.finished.size()) >= k;
-      const bool at_limit = t + 1 >= sentence.limit;
-      if (full || next.empty() || at_limit) {
-        for (std::size_t j = 0; j < next.size() && !full; ++j) {
-          Hypothesis h = to_hypothesis(std::move(next[j]), false);
-          h.score = final_score(h, coverage_of(coverage_cpu, from_rows[j], sentence.source_length), options);
-          sentence.finished.push_back(std::move(h));
-        }
-        sentence.done = true;
-        continue;
-      }
-      sentence.beams = std::move(next);
-      for (int64_t j = 0; j < k; ++j) {
-        next_rows.push_back(from_rows[static_cast<std::size_t>(std::min<int64_t>(j, static_cast<int64_t>(from_rows.size()) - 1))]);
-      }
-      still_live.push_back(&sentence);
+      if (advance_sentence(*live[s], s, host, t, options, next_rows)) still_live.push_back(live[s]);
     }
     live = std::move(still_live);
     if (live.empty()) break;
@@ -369,17 +418,7 @@ std::vector<std::vector<Hypothesis>> beam_batch(Scorer& scorer, const torch::Ten
     state = step.state.index_select(index, t == 0 || sentences_left);
     if (track_coverage) coverage = stepped_coverage.index_select(0, index);
   }
-  std::vector<std::vector<Hypothesis>> out;
-  for (auto& sentence : sentences) {
-    // Complete translations first; among them, and then among the rest, the best score.
-    std::stable_sort(sentence.finished.begin(), sentence.finished.end(), [](const Hypothesis& a, const Hypothesis& b) {
-      if (a.finished != b.finished) return a.finished;
-      return a.score > b.score;
-    });
-    if (static_cast<int64_t>(sentence.finished.size()) > options.nbest) sentence.finished.resize(static_cast<std::size_t>(options.nbest));
-    out.push_back(std::move(sentence.finished));
-  }
-  return out;
+  return best_first(sentences, options.nbest);
 }
 
 }  // namespace

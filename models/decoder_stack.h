@@ -76,7 +76,7 @@ struct DecoderStack {
     L = static_cast<int64_t>(cell_weights.size()) / 4;
     TORCH_CHECK(L >= 1 && static_cast<int64_t>(cell_weights.size()) == 4 * L, "fused decoder: 4 tensors per layer");
     TORCH_CHECK(h0.dim() == 3 && h0.size(0) == L, "fused decoder: h0 must be [layers, B, H]");
-    T = steps, B = h0.size(1), H = cell_weights[1].size(1), lstm = is_lstm, G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
+    T = steps, B = h0.size(1), H = cell_weights[1].size(1), lstm = is_lstm, G = cells::gate_count(lstm), Z = cells::saved_count(lstm);
     masked_between = between_mask.numel() > 0;
     TORCH_CHECK(!masked_between || between_mask.size(0) == L - 1, "fused decoder: between-layer masks must be [L - 1, B, T, H]");
     const torch::TensorOptions opts = h0.options();
@@ -137,7 +137,7 @@ struct DecoderStack {
         w_embed(ctx->saved_data["w_embed"].toTensor()),
         w_feed(ctx->saved_data["w_feed"].toTensor()) {
     L = static_cast<int64_t>(states.size()), T = states[0].size(0) - 1, B = states[0].size(1), H = states[0].size(2);
-    lstm = ctx->saved_data["lstm"].toBool(), G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
+    lstm = ctx->saved_data["lstm"].toBool(), G = cells::gate_count(lstm), Z = cells::saved_count(lstm);
     masked_between = between.numel() > 0;
     detach_weights(ctx->saved_data["stack_weights"].toTensorVector(), false);
   }

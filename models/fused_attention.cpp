@@ -307,6 +307,46 @@ void StepAttention::forward_step(int64_t t, int64_t first, int64_t rows, const t
   }
 }
 
+// local-p, row b at step t: the weights' gradient dw back through the renormalisation and the
+// Gaussian (rewritten in place to the window's softmax's), and p_t's gradient through the
+// predictor's gate and tanh into its records. Returns the window's softmax.
+template <typename scalar_t>
+const scalar_t* StepAttention::position_backward(int64_t t, int64_t b, const Window& w, const scalar_t* a, scalar_t* dw) {
+  const int64_t H = H_;
+  const double sigma = static_cast<double>(config_.window) / 2.0;
+  const scalar_t* softmax = step_ptr<scalar_t>(align_, t) + b * S_;
+  const auto last = static_cast<scalar_t>(lengths_.data_ptr<int64_t>()[b] - 1);
+  const scalar_t gate = step_ptr<scalar_t>(position_gate_, t)[b];
+  const scalar_t p = predicted_position<scalar_t>(position_gate_, lengths_, t, b);
+  const auto spread = static_cast<scalar_t>(2.0 * sigma * sigma);
+  const auto variance = static_cast<scalar_t>(sigma * sigma);
+  if (config_.renormalize) {
+    scalar_t total = 0, weighted = 0;
+    for (int64_t j = w.lo; j < w.hi; ++j) {
+      total += softmax[j] * gaussian(j, p, spread);
+      weighted += a[j] * dw[j];
+    }
+    // clamp_min(1e-30)'s gradient reaches the total only where the total is at least 1e-30.
+    const bool clamped = total < static_cast<scalar_t>(1e-30);
+    const scalar_t divisor = clamped ? static_cast<scalar_t>(1e-30) : total;
+    for (int64_t j = w.lo; j < w.hi; ++j) dw[j] = (dw[j] - (clamped ? scalar_t(0) : weighted)) / divisor;
+  }
+  scalar_t dp = 0;
+  for (int64_t j = w.lo; j < w.hi; ++j) {
+    const scalar_t g = gaussian(j, p, spread);
+    dp += dw[j] * softmax[j] * g * (static_cast<scalar_t>(j) - p) / variance;
+    dw[j] *= g;
+  }
+  // p_t = (S_b - 1) sigmoid(e): the gradient of e, and through tanh that of W_p h + b_p.
+  const scalar_t de = dp * last * gate * (scalar_t(1) - gate);
+  step_ptr<scalar_t>(d_position_gate_, t)[b] = de;
+  const scalar_t* z = step_ptr<scalar_t>(position_hidden_, t) + b * H;
+  const scalar_t* vp = position_vector_.data_ptr<scalar_t>();
+  scalar_t* dpre = step_ptr<scalar_t>(d_position_hidden_, t) + b * H;
+  for (int64_t i = 0; i < H; ++i) dpre[i] = de * vp[i] * (scalar_t(1) - z[i] * z[i]);
+  return softmax;
+}
+
 template <typename scalar_t>
 void StepAttention::backward_step(int64_t t, int64_t first, int64_t rows, const torch::Tensor& query,
                                   const scalar_t* dch, torch::Tensor& dquery, Workspace& workspace) {
@@ -315,7 +355,6 @@ void StepAttention::backward_step(int64_t t, int64_t first, int64_t rows, const 
   scalar_t* dq_rows = dquery.data_ptr<scalar_t>();
   scalar_t* dw = workspace.row.data_ptr<scalar_t>();
   const auto scale = static_cast<scalar_t>(scale_);
-  const double sigma = static_cast<double>(config_.window) / 2.0;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t b = first + r;
     const scalar_t* dc = dch + r * 2 * H;
@@ -334,39 +373,7 @@ void StepAttention::backward_step(int64_t t, int64_t first, int64_t rows, const 
       for (int64_t i = 0; i < H; ++i) dv[j * H + i] += a[j] * dc[i];
     }
     // local-p: back through the renormalisation and the Gaussian, to the softmax and to p_t.
-    const scalar_t* softmax = a;
-    if (predictive()) {
-      softmax = step_ptr<scalar_t>(align_, t) + b * S;
-      const auto last = static_cast<scalar_t>(lengths_.data_ptr<int64_t>()[b] - 1);
-      const scalar_t gate = step_ptr<scalar_t>(position_gate_, t)[b];
-      const scalar_t p = predicted_position<scalar_t>(position_gate_, lengths_, t, b);
-      const auto spread = static_cast<scalar_t>(2.0 * sigma * sigma);
-      const auto variance = static_cast<scalar_t>(sigma * sigma);
-      if (config_.renormalize) {
-        scalar_t total = 0, weighted = 0;
-        for (int64_t j = w.lo; j < w.hi; ++j) {
-          total += softmax[j] * gaussian(j, p, spread);
-          weighted += a[j] * dw[j];
-        }
-        // clamp_min(1e-30)'s gradient reaches the total only where the total is at least 1e-30.
-        const bool clamped = total < static_cast<scalar_t>(1e-30);
-        const scalar_t divisor = clamped ? static_cast<scalar_t>(1e-30) : total;
-        for (int64_t j = w.lo; j < w.hi; ++j) dw[j] = (dw[j] - (clamped ? scalar_t(0) : weighted)) / divisor;
-      }
-      scalar_t dp = 0;
-      for (int64_t j = w.lo; j < w.hi; ++j) {
-        const scalar_t g = gaussian(j, p, spread);
-        dp += dw[j] * softmax[j] * g * (static_cast<scalar_t>(j) - p) / variance;
-        dw[j] *= g;
-      }
-      // p_t = (S_b - 1) sigmoid(e): the gradient of e, and through tanh that of W_p h + b_p.
-      const scalar_t de = dp * last * gate * (scalar_t(1) - gate);
-      step_ptr<scalar_t>(d_position_gate_, t)[b] = de;
-      const scalar_t* z = step_ptr<scalar_t>(position_hidden_, t) + b * H;
-      const scalar_t* vp = position_vector_.data_ptr<scalar_t>();
-      scalar_t* dpre = step_ptr<scalar_t>(d_position_hidden_, t) + b * H;
-      for (int64_t i = 0; i < H; ++i) dpre[i] = de * vp[i] * (scalar_t(1) - z[i] * z[i]);
-    }
+    const scalar_t* softmax = predictive() ? position_backward<scalar_t>(t, b, w, a, dw) : a;
     // The softmax's gradient: ds_j = a_j (dw_j - sum_k a_k dw_k) over the window.
     scalar_t weighted = 0;
     for (int64_t j = w.lo; j < w.hi; ++j) weighted += softmax[j] * dw[j];

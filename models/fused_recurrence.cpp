@@ -92,6 +92,105 @@ bool runs_backwards(int64_t d, int64_t D, bool reverse) { return D == 2 ? d == 1
 // Saved-data keys of direction d.
 std::string direction_key(const char* name, int64_t d) { return name + std::to_string(d); }
 
+// What a lane block's time loop reads of its layer: the rows, direction d of D and its buffers.
+struct LayerPass {
+  const PackedRows& packed;
+  const DirectionBuffers& dir;
+  const MatrixProducts& products;
+  bool lstm;
+  int64_t d, D;
+};
+
+// A block of rows one thread runs through the sequence: rows [first, first + rows) of block `block`.
+struct LaneBlock {
+  int64_t block, first, rows;
+};
+
+// Forward through the sequence for one lane block: each step's recurrent product on the block's
+// active rows, then the gates; rows past their sequences keep their state (zero, backwards, until
+// their last token). Returns the rows computed.
+template <typename scalar_t>
+int64_t forward_block(const LayerPass& pass, const LaneBlock& lane, const torch::Tensor& gi, const torch::Tensor& bias_hh,
+                      const PanelOperand& w_hh_t, torch::Tensor& outputs) {
+  const DirectionBuffers& dir = pass.dir;
+  const int64_t B = dir.shape.B, S = dir.shape.S, H = dir.shape.H, D = pass.D;
+  const int64_t G = cells::gate_count(pass.lstm), Z = cells::saved_count(pass.lstm);
+  const int64_t first = lane.first, rows = lane.rows;
+  const torch::Tensor &states = dir.states, &cells = dir.cells;
+  torch::Tensor gh = torch::empty({rows, G * H}, states.options());
+  int64_t computed = 0;
+  for (int64_t k = 0; k < S; ++k) {
+    const int64_t t = dir.shape.time(k), n = pass.packed.active(t, lane.block);
+    computed += n;
+    scalar_t* h = step_ptr<scalar_t>(states, k + 1) + first * H;
+    const scalar_t* h_prev = step_ptr<scalar_t>(states, k) + first * H;
+    std::memcpy(h + n * H, h_prev + n * H, sizeof(scalar_t) * (rows - n) * H);
+    if (pass.lstm) {
+      std::memcpy(step_ptr<scalar_t>(cells, k + 1) + (first + n) * H, step_ptr<scalar_t>(cells, k) + (first + n) * H,
+                  sizeof(scalar_t) * (rows - n) * H);
+    }
+    if (n == 0) continue;
+    torch::Tensor gh_active = gh.narrow(0, 0, n);
+    pass.products.addmm_out(gh_active, bias_hh, step_rows(states, k, B, first, n), w_hh_t);
+    const scalar_t* g_in = gi.data_ptr<scalar_t>() + pass.packed.offset(t, lane.block) * G * H;
+    scalar_t* z = step_ptr<scalar_t>(dir.saved, k) + first * Z * H;
+    if (pass.lstm) {
+      lstm_forward(g_in, gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(cells, k) + first * H, h,
+                   step_ptr<scalar_t>(cells, k + 1) + first * H, z, n, H);
+    } else {
+      gates_forward(g_in, gh.data_ptr<scalar_t>(), h_prev, h, z, n, H);
+    }
+    scalar_t* out = step_ptr<scalar_t>(outputs, t) + first * D * H + pass.d * H;
+    for (int64_t r = 0; r < n; ++r) std::memcpy(out + r * D * H, h + r * H, sizeof(scalar_t) * H);
+  }
+  return computed;
+}
+
+// Backward through the sequence for one lane block, from the final states' gradients dh and dc (the
+// block's rows, consumed): each token's gate gradients into dgi and dgh (packed; LSTM: one tensor),
+// the state's gradient through w_hh. Returns the rows computed.
+template <typename scalar_t>
+int64_t backward_block(const LayerPass& pass, const LaneBlock& lane, const torch::Tensor& d_outputs,
+                       const PanelOperand& w_hh, torch::Tensor dh, torch::Tensor dc, const torch::Tensor& dgi,
+                       const torch::Tensor& dgh) {
+  const DirectionBuffers& dir = pass.dir;
+  const int64_t S = dir.shape.S, H = dir.shape.H, D = pass.D;
+  const int64_t G = cells::gate_count(pass.lstm), Z = cells::saved_count(pass.lstm);
+  const int64_t first = lane.first, rows = lane.rows;
+  torch::Tensor dh_step = torch::empty({rows, H}, dh.options());
+  torch::Tensor dc_step = torch::empty({rows, H}, dh.options());
+  int64_t computed = 0;
+  for (int64_t k = S - 1; k >= 0; --k) {
+    const int64_t t = dir.shape.time(k), n = pass.packed.active(t, lane.block);
+    if (n == 0) continue;  // every row's state passes through unchanged
+    computed += n;
+    // The output at time t is the state after slot k where active, a constant zero elsewhere.
+    scalar_t* g = dh.data_ptr<scalar_t>();
+    const scalar_t* go = step_ptr<scalar_t>(d_outputs, t) + first * D * H + pass.d * H;
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t i = 0; i < H; ++i) g[r * H + i] += go[r * D * H + i];
+    }
+    std::memcpy(dh_step.data_ptr<scalar_t>() + n * H, g + n * H, sizeof(scalar_t) * (rows - n) * H);
+    const scalar_t* z = step_ptr<scalar_t>(dir.saved, k) + first * Z * H;
+    const int64_t token = pass.packed.offset(t, lane.block);
+    scalar_t* dgates = dgi.data_ptr<scalar_t>() + token * G * H;
+    const torch::Tensor dgates_h = dgh.narrow(0, token, n);
+    torch::Tensor dh_active = dh_step.narrow(0, 0, n);
+    if (pass.lstm) {
+      std::memcpy(dc_step.data_ptr<scalar_t>() + n * H, dc.data_ptr<scalar_t>() + n * H, sizeof(scalar_t) * (rows - n) * H);
+      lstm_backward(g, dc.data_ptr<scalar_t>(), z, step_ptr<scalar_t>(dir.cells, k) + first * H, dgates,
+                    dh_step.data_ptr<scalar_t>(), dc_step.data_ptr<scalar_t>(), n, H);
+      std::swap(dc, dc_step);
+    } else {
+      gates_backward(g, z, step_ptr<scalar_t>(dir.states, k) + first * H, dgates, dgates_h.data_ptr<scalar_t>(),
+                     dh_step.data_ptr<scalar_t>(), n, H);
+    }
+    pass.products.add_mm_(dh_active, dgates_h, w_hh);
+    std::swap(dh, dh_step);
+  }
+  return computed;
+}
+
 struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction> {
   // x [B, S, I], lengths [B], weights w_ih, w_hh, b_ih, b_hh of D = 1 or 2 directions (the second
   // runs backwards; a single one backwards when `reverse`) -> outputs [B, S, D H] (the directions
@@ -101,7 +200,7 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& lengths_in,
                                at::TensorList weights, bool lstm, bool reverse, bool bf16) {
     RECORD_FUNCTION("luong::RecurrentLayerFunction::forward", std::vector<c10::IValue>());
-    const int64_t G = lstm ? 4 : 3, Z = lstm ? 5 : 4;  // gates, saved values per unit
+    const int64_t Z = cells::saved_count(lstm);
     const int64_t D = static_cast<int64_t>(weights.size()) / 4;
     const MatrixProducts products{bf16};
     const int64_t B = x_in.size(0), S = x_in.size(1), H = weights[1].size(1);
@@ -134,36 +233,8 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_recurrent_layer", [&] {
       packed.for_lane_blocks(D, [&](int64_t d, int64_t block, int64_t first, int64_t rows) {
         const auto di = static_cast<std::size_t>(d);
-        const DirectionBuffers& dir = directions[di];
-        const torch::Tensor &states = dir.states, &cells = dir.cells;
-        torch::Tensor gh = torch::empty({rows, G * H}, x.options());
-        int64_t computed = 0;
-        for (int64_t k = 0; k < S; ++k) {
-          const int64_t t = dir.shape.time(k), n = packed.active(t, block);
-          computed += n;
-          scalar_t* h = step_ptr<scalar_t>(states, k + 1) + first * H;
-          const scalar_t* h_prev = step_ptr<scalar_t>(states, k) + first * H;
-          // Rows past their sequences keep their state (zero, backwards, until their last token).
-          std::memcpy(h + n * H, h_prev + n * H, sizeof(scalar_t) * (rows - n) * H);
-          if (lstm) {
-            std::memcpy(step_ptr<scalar_t>(cells, k + 1) + (first + n) * H, step_ptr<scalar_t>(cells, k) + (first + n) * H,
-                        sizeof(scalar_t) * (rows - n) * H);
-          }
-          if (n == 0) continue;
-          torch::Tensor gh_active = gh.narrow(0, 0, n);
-          products.addmm_out(gh_active, bias_hh[di], step_rows(states, k, B, first, n), w_hh_t[di]);
-          const scalar_t* g_in = gi[di].data_ptr<scalar_t>() + packed.offset(t, block) * G * H;
-          scalar_t* z = step_ptr<scalar_t>(dir.saved, k) + first * Z * H;
-          if (lstm) {
-            lstm_forward(g_in, gh.data_ptr<scalar_t>(), step_ptr<scalar_t>(cells, k) + first * H, h,
-                         step_ptr<scalar_t>(cells, k + 1) + first * H, z, n, H);
-          } else {
-            gates_forward(g_in, gh.data_ptr<scalar_t>(), h_prev, h, z, n, H);
-          }
-          scalar_t* out = step_ptr<scalar_t>(outputs, t) + first * D * H + d * H;
-          for (int64_t r = 0; r < n; ++r) std::memcpy(out + r * D * H, h + r * H, sizeof(scalar_t) * H);
-        }
-        rows_computed += computed;
+        rows_computed += forward_block<scalar_t>({packed, directions[di], products, lstm, d, D},
+                                                 {block, first, rows}, gi[di], bias_hh[di], w_hh_t[di], outputs);
       });
     });
     ctx->saved_data["x"] = x_operand;
@@ -204,7 +275,7 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
                             ctx->saved_data[direction_key("saved", d)].toTensor()});
     }
     const SequenceShape& shape = directions[0].shape;
-    const int64_t S = shape.S, B = shape.B, H = shape.H, G = lstm ? 4 : 3, Z = lstm ? 5 : 4;
+    const int64_t S = shape.S, B = shape.B, H = shape.H, G = cells::gate_count(lstm);
     const PackedRows packed(ctx->saved_data["lengths"].toTensor(), S, ctx->saved_data["blocks"].toInt());
     const int64_t N = packed.tokens().size(0);
     const torch::TensorOptions opts = directions[0].states.options();  // the model's dtype (x may be a bf16 operand)
@@ -227,42 +298,11 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
     AT_DISPATCH_FLOATING_TYPES(opts.dtype().toScalarType(), "fused_recurrent_layer_backward", [&] {
       packed.for_lane_blocks(D, [&](int64_t d, int64_t block, int64_t first, int64_t rows) {
         const auto di = static_cast<std::size_t>(d);
-        const DirectionBuffers& dir = directions[di];
+        const LaneBlock lane{block, first, rows};
         torch::Tensor dh = d_last[d].narrow(0, first, rows).clone();  // gradient of the state after slot k
         torch::Tensor dc = d_cell[d].narrow(0, first, rows).clone();
-        torch::Tensor dh_step = torch::empty({rows, H}, opts);
-        torch::Tensor dc_step = torch::empty({rows, H}, opts);
-        int64_t computed = 0;
-        for (int64_t k = S - 1; k >= 0; --k) {
-          const int64_t t = dir.shape.time(k), n = packed.active(t, block);
-          if (n == 0) continue;  // every row's state passes through unchanged
-          computed += n;
-          // The output at time t is the state after slot k where active, a constant zero elsewhere.
-          scalar_t* g = dh.data_ptr<scalar_t>();
-          const scalar_t* go = step_ptr<scalar_t>(d_outputs, t) + first * D * H + d * H;
-          for (int64_t r = 0; r < n; ++r) {
-            for (int64_t i = 0; i < H; ++i) g[r * H + i] += go[r * D * H + i];
-          }
-          std::memcpy(dh_step.data_ptr<scalar_t>() + n * H, g + n * H, sizeof(scalar_t) * (rows - n) * H);
-          const scalar_t* z = step_ptr<scalar_t>(dir.saved, k) + first * Z * H;
-          const int64_t token = packed.offset(t, block);
-          scalar_t* dgates = dgi[di].data_ptr<scalar_t>() + token * G * H;
-          const torch::Tensor dgates_h = dgh[di].narrow(0, token, n);
-          torch::Tensor dh_active = dh_step.narrow(0, 0, n);
-          if (lstm) {
-            std::memcpy(dc_step.data_ptr<scalar_t>() + n * H, dc.data_ptr<scalar_t>() + n * H,
-                        sizeof(scalar_t) * (rows - n) * H);
-            lstm_backward(g, dc.data_ptr<scalar_t>(), z, step_ptr<scalar_t>(dir.cells, k) + first * H, dgates,
-                          dh_step.data_ptr<scalar_t>(), dc_step.data_ptr<scalar_t>(), n, H);
-            std::swap(dc, dc_step);
-          } else {
-            gates_backward(g, z, step_ptr<scalar_t>(dir.states, k) + first * H, dgates,
-                           dgates_h.data_ptr<scalar_t>(), dh_step.data_ptr<scalar_t>(), n, H);
-          }
-          products.add_mm_(dh_active, dgates_h, w_hh[di]);
-          std::swap(dh, dh_step);
-        }
-        rows_computed += computed;
+        rows_computed += backward_block<scalar_t>({packed, directions[di], products, lstm, d, D}, lane, d_outputs,
+                                                  w_hh[di], dh, dc, dgi[di], dgh[di]);
       });
     });
     // The inputs' gradient is zero at padding (both directions' input products summed); the recurrent

@@ -85,6 +85,98 @@ void defer_weight_gradient(const torch::Tensor& weight_leaf, const std::vector<t
   TORCH_INTERNAL_ASSERT(deferred, "linear_cross_entropy: a weight gradient deferred outside run_with_side_tasks");
 }
 
+// Pass 1, one vocabulary slice a thread: each slice's exponentials exp(logit - the row's maximum in
+// the slice), their row maxima and sums, the rows' target logits and, for label smoothing, each
+// row's sum of logits. The lambdas see only detached tensors.
+struct SliceStatistics {
+  std::vector<torch::Tensor> exponentials, maxima, sums, logit_sums;  // a tensor a slice
+  torch::Tensor target_logit;                                         // [N]
+};
+
+SliceStatistics slice_statistics(const MatrixProducts& products, const torch::Tensor& x, const torch::Tensor& weight,
+                                 const torch::Tensor& bias, const int64_t* tgt, const std::vector<Slice>& slices,
+                                 double smoothing) {
+  const int64_t N = x.size(0);
+  const std::size_t count = slices.size();
+  SliceStatistics out{std::vector<torch::Tensor>(count), std::vector<torch::Tensor>(count),
+                      std::vector<torch::Tensor>(count), std::vector<torch::Tensor>(count),
+                      torch::zeros({N}, x.options())};  // the softmax and loss in x's dtype
+  run_tasks(static_cast<int64_t>(count), [&](int64_t task) {
+    const auto s = static_cast<std::size_t>(task);
+    const Slice slice = slices[s];
+    const int64_t width = slice.end - slice.begin;
+    const PanelOperand weight_t = products.panel_operand(weight.narrow(0, slice.begin, width).t());
+    const torch::Tensor slice_bias = bias.narrow(0, slice.begin, width);
+    // (a slice of 32 MiB or more, at batch 512, reuses a block the allocator kept: large_block_cache.h)
+    torch::Tensor logits = torch::empty({N, width}, x.options());
+    const std::vector<int64_t> target_columns = slice_target_columns(tgt, N, slice.begin, slice.end);
+    if (smoothing > 0) out.logit_sums[s] = torch::empty({N}, x.options());  // for the smoothed term's mean logit
+    out.maxima[s] = torch::empty({N}, logits.options());
+    out.sums[s] = torch::empty({N}, logits.options());
+    const int64_t block_rows = logit_block_rows(N, x.size(1), width, static_cast<int64_t>(x.element_size()));
+    AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "linear_cross_entropy_exp", [&] {
+      for (int64_t first = 0; first < N; first += block_rows) {
+        const int64_t rows = std::min(block_rows, N - first);
+        torch::Tensor block = logits.narrow(0, first, rows);
+        // (the bias starts the panels' sums: no copy of it into the logits first, as the libraries' addmm)
+        products.addmm_out(block, slice_bias, x.narrow(0, first, rows), weight_t);
+        if (smoothing > 0) {
+          torch::Tensor block_sums = out.logit_sums[s].narrow(0, first, rows);
+          at::sum_out(block_sums, block, 1);
+        }
+        scalar_t* l = block.data_ptr<scalar_t>();
+        scalar_t* target = out.target_logit.data_ptr<scalar_t>() + first;
+        for (int64_t n = 0; n < rows; ++n) {
+          if (target_columns[first + n] >= 0) target[n] = l[n * width + target_columns[first + n]];
+        }
+        exponentiate_rows(l, rows, width, width, out.maxima[s].data_ptr<scalar_t>() + first,
+                          out.sums[s].data_ptr<scalar_t>() + first, nullptr);
+      }
+    });
+    out.exponentials[s] = logits;
+  });
+  return out;
+}
+
+// Combines the slices' statistics row by row (a dozen LibTorch ops on [N] vectors cost more than
+// this loop): log sum exp = M + log sum_s sums_s exp(maxima_s - M), the loss
+// (1 - eps) (lse - l_target) + eps (lse - mean_v l_v), and, where `row_scales` are given, each
+// slice's factor from its exponentials to probabilities, exp(maxima_s - M) / sum.
+torch::Tensor combine_slices(const SliceStatistics& statistics, int64_t V, double smoothing,
+                             const std::vector<torch::Tensor>& row_scales) {
+  const torch::Tensor& target_logit = statistics.target_logit;
+  const int64_t N = target_logit.size(0);
+  const std::size_t count = statistics.maxima.size();
+  torch::Tensor losses = torch::empty({N}, target_logit.options());
+  AT_DISPATCH_FLOATING_TYPES(target_logit.scalar_type(), "linear_cross_entropy_combine", [&] {
+    const auto pointers = [](const std::vector<torch::Tensor>& tensors) {
+      std::vector<scalar_t*> out;
+      for (const torch::Tensor& t : tensors) out.push_back(t.defined() ? t.data_ptr<scalar_t>() : nullptr);
+      return out;
+    };
+    const std::vector<scalar_t*> slice_maxima = pointers(statistics.maxima), slice_sums = pointers(statistics.sums),
+                                 slice_logit_sums = pointers(statistics.logit_sums), scales = pointers(row_scales);
+    const scalar_t* target_logits = target_logit.data_ptr<scalar_t>();
+    scalar_t* loss = losses.data_ptr<scalar_t>();
+    const auto eps = static_cast<scalar_t>(smoothing);
+    const auto vocab = static_cast<scalar_t>(V);
+    for (int64_t n = 0; n < N; ++n) {
+      scalar_t top = slice_maxima[0][n];
+      for (std::size_t s = 1; s < count; ++s) top = std::max(top, slice_maxima[s][n]);
+      scalar_t total = 0, logit_sum = 0;
+      for (std::size_t s = 0; s < count; ++s) {
+        total += slice_sums[s][n] * std::exp(slice_maxima[s][n] - top);
+        if (smoothing > 0) logit_sum += slice_logit_sums[s][n];
+      }
+      const scalar_t lse = top + std::log(total);
+      loss[n] = smoothing > 0 ? lse - (scalar_t(1) - eps) * target_logits[n] - eps * logit_sum / vocab
+                              : lse - target_logits[n];
+      for (std::size_t s = 0; s < scales.size(); ++s) scales[s][n] = std::exp(slice_maxima[s][n] - top) / total;
+    }
+  });
+  return losses;
+}
+
 struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropyFunction> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x_in, const torch::Tensor& weight_in,
                                const torch::Tensor& bias_in, const torch::Tensor& targets_in, double smoothing,
@@ -102,82 +194,15 @@ struct LinearCrossEntropyFunction : torch::autograd::Function<LinearCrossEntropy
                   "linear_cross_entropy: a target is outside the vocabulary");
     }
     const std::vector<Slice> slices = vocabulary_slices(V);
-    std::vector<torch::Tensor> probs(slices.size()), maxima(slices.size()), sums(slices.size()), logit_sums(slices.size());
-    torch::Tensor target_logit = torch::zeros({N}, x.options());  // the softmax and loss in x's dtype
-    const int64_t* tgt = targets.data_ptr<int64_t>();
-    // Pass 1 per slice: logits, their row maxima, exp(logit - slice maximum) and its row sums.
-    // One slice a thread; the lambdas see only detached tensors.
-    run_tasks(static_cast<int64_t>(slices.size()), [&](int64_t task) {
-      const auto s = static_cast<std::size_t>(task);
-      const Slice slice = slices[s];
-      const int64_t width = slice.end - slice.begin;
-      const PanelOperand weight_t = products.panel_operand(weight.narrow(0, slice.begin, width).t());
-      const torch::Tensor slice_bias = bias.narrow(0, slice.begin, width);
-      // (a slice of 32 MiB or more, at batch 512, reuses a block the allocator kept: large_block_cache.h)
-      torch::Tensor logits = torch::empty({N, width}, x.options());
-      const std::vector<int64_t> target_columns = slice_target_columns(tgt, N, slice.begin, slice.end);
-      if (smoothing > 0) logit_sums[s] = torch::empty({N}, x.options());  // for the smoothed term's mean logit
-      maxima[s] = torch::empty({N}, logits.options());
-      sums[s] = torch::empty({N}, logits.options());
-      const int64_t block_rows = logit_block_rows(N, x.size(1), width, static_cast<int64_t>(x.element_size()));
-      AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "linear_cross_entropy_exp", [&] {
-        for (int64_t first = 0; first < N; first += block_rows) {
-          const int64_t rows = std::min(block_rows, N - first);
-          torch::Tensor block = logits.narrow(0, first, rows);
-          // (the bias starts the panels' sums: no copy of it into the logits first, as the libraries' addmm)
-          products.addmm_out(block, slice_bias, x.narrow(0, first, rows), weight_t);
-          if (smoothing > 0) {
-            torch::Tensor block_sums = logit_sums[s].narrow(0, first, rows);
-            at::sum_out(block_sums, block, 1);
-          }
-          scalar_t* l = block.data_ptr<scalar_t>();
-          scalar_t* out = target_logit.data_ptr<scalar_t>() + first;
-          for (int64_t n = 0; n < rows; ++n) {
-            if (target_columns[first + n] >= 0) out[n] = l[n * width + target_columns[first + n]];
-          }
-          exponentiate_rows(l, rows, width, width, maxima[s].data_ptr<scalar_t>() + first,
-                            sums[s].data_ptr<scalar_t>() + first, nullptr);
-        }
-      });
-      probs[s] = logits;
-    });
-    // Combine the slices' statistics, row by row (a dozen LibTorch ops on [N] vectors cost more than
-    // this loop): log sum exp = M + log sum_s sums_s exp(maxima_s - M), the loss
-    // (1 - eps) (lse - l_target) + eps (lse - mean_v l_v), and, for the backward, each slice's factor
-    // from its exponentials to probabilities, exp(maxima_s - M) / sum.
-    torch::Tensor losses = torch::empty({N}, x.options());
+    const SliceStatistics statistics =
+        slice_statistics(products, x, weight, bias, targets.data_ptr<int64_t>(), slices, smoothing);
     std::vector<torch::Tensor> row_scales;
     for (std::size_t s = 0; s < slices.size() && needs_grad; ++s) row_scales.push_back(torch::empty({N}, x.options()));
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "linear_cross_entropy_combine", [&] {
-      const auto pointers = [](const std::vector<torch::Tensor>& tensors) {
-        std::vector<scalar_t*> out;
-        for (const torch::Tensor& t : tensors) out.push_back(t.defined() ? t.data_ptr<scalar_t>() : nullptr);
-        return out;
-      };
-      const std::vector<scalar_t*> slice_maxima = pointers(maxima), slice_sums = pointers(sums),
-                                   slice_logit_sums = pointers(logit_sums), scales = pointers(row_scales);
-      const scalar_t* target_logits = target_logit.data_ptr<scalar_t>();
-      scalar_t* loss = losses.data_ptr<scalar_t>();
-      const auto eps = static_cast<scalar_t>(smoothing);
-      const auto vocab = static_cast<scalar_t>(V);
-      for (int64_t n = 0; n < N; ++n) {
-        scalar_t top = slice_maxima[0][n];
-        for (std::size_t s = 1; s < slices.size(); ++s) top = std::max(top, slice_maxima[s][n]);
-        scalar_t total = 0, logit_sum = 0;
-        for (std::size_t s = 0; s < slices.size(); ++s) {
-          total += slice_sums[s][n] * std::exp(slice_maxima[s][n] - top);
-          if (smoothing > 0) logit_sum += slice_logit_sums[s][n];
-        }
-        const scalar_t lse = top + std::log(total);
-        loss[n] = smoothing > 0 ? lse - (scalar_t(1) - eps) * target_logits[n] - eps * logit_sum / vocab
-                                : lse - target_logits[n];
-        for (std::size_t s = 0; s < scales.size(); ++s) scales[s][n] = std::exp(slice_maxima[s][n] - top) / total;
-      }
-    });
+    const torch::Tensor losses = combine_slices(statistics, V, smoothing, row_scales);
     if (!needs_grad) return {losses};
     ctx->saved_data["x"] = x;
     ctx->saved_data["weight"] = weight;
-    ctx->saved_data["exponentials"] = probs;
+    ctx->saved_data["exponentials"] = statistics.exponentials;
     ctx->saved_data["row_scales"] = row_scales;
     ctx->saved_data["targets"] = targets;
     ctx->saved_data["smoothing"] = smoothing;

@@ -10,6 +10,10 @@
 
 namespace luong::models::cells {
 
+// A cell's gates per unit (the G in [B, G H]) and the values its forward pass saves per unit.
+constexpr int64_t gate_count(bool lstm) { return lstm ? 4 : 3; }
+constexpr int64_t saved_count(bool lstm) { return lstm ? 5 : 4; }
+
 #define LUONG_CELL_DECLARATIONS(T)                                                                          \
   void gates_forward(const T* gi, const T* gh, const T* h_prev, T* h_next, T* saved, int64_t B, int64_t H);   \
   void gates_backward(const T* dh, const T* saved, const T* h_prev, T* dgi, T* dgh, T* dh_prev, int64_t B,     \

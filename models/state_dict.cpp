@@ -258,12 +258,10 @@ class StateDictUnpickler {
   }
 
   void execute(unsigned char op) {
+    if (push_literal(op) || build_collection(op)) return;
     switch (op) {
       case 0x80: read_bytes(1); break;                       // PROTO
       case 0x95: read_bytes(8); break;                       // FRAME
-      case '}': push(make(Value::Kind::kDict)); break;
-      case ']': push(make(Value::Kind::kList)); break;
-      case ')': push_tuple({}); break;
       case '(':
         if (marks_.size() >= kMaxPickleMarks) fail("more than " + std::to_string(kMaxPickleMarks) + " open marks");
         marks_.push_back(stack_.size());
@@ -273,24 +271,25 @@ class StateDictUnpickler {
       case 0x94: memo_put(memo_.size()); break;              // MEMOIZE
       case 'h': memo_get(read_uint(1)); break;
       case 'j': memo_get(read_uint(4)); break;
-      case 'X': {
-        auto v = make(Value::Kind::kString);
-        v->text = read_bytes(read_uint(4));
-        push(v);
-        break;
+      default: {
+        std::ostringstream message;
+        message << "unsupported pickle opcode 0x" << std::hex << static_cast<int>(op);
+        fail(message.str());
       }
-      case 0x8c: {                                           // SHORT_BINUNICODE
-        auto v = make(Value::Kind::kString);
-        v->text = read_bytes(read_uint(1));
-        push(v);
-        break;
-      }
+    }
+  }
+
+  // Strings, globals, numbers, booleans and None; false for another opcode.
+  bool push_literal(unsigned char op) {
+    switch (op) {
+      case 'X': push_string(read_bytes(read_uint(4))); return true;
+      case 0x8c: push_string(read_bytes(read_uint(1))); return true;  // SHORT_BINUNICODE
       case 'c': {
         auto v = make(Value::Kind::kGlobal);
         const std::string module = read_line();
         v->text = module + "." + read_line();
         push(v);
-        break;
+        return true;
       }
       case 0x93: {                                           // STACK_GLOBAL
         const ValuePtr name = pop();
@@ -298,18 +297,18 @@ class StateDictUnpickler {
         auto v = make(Value::Kind::kGlobal);
         v->text = module->text + "." + name->text;
         push(v);
-        break;
+        return true;
       }
-      case 'K': push_int(static_cast<int64_t>(read_uint(1))); break;
-      case 'M': push_int(static_cast<int64_t>(read_uint(2))); break;
-      case 'J': push_int(static_cast<int32_t>(read_uint(4))); break;
+      case 'K': push_int(static_cast<int64_t>(read_uint(1))); return true;
+      case 'M': push_int(static_cast<int64_t>(read_uint(2))); return true;
+      case 'J': push_int(static_cast<int32_t>(read_uint(4))); return true;
       case 0x8a: {                                           // LONG1
         const size_t n = read_uint(1);
         if (n > 8) fail("integer too large");
         uint64_t v = n == 0 ? 0 : read_uint(n);
         if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);
         push_int(static_cast<int64_t>(v));
-        break;
+        return true;
       }
       case 'G': {
         std::string b = read_bytes(8);
@@ -317,57 +316,67 @@ class StateDictUnpickler {
         auto v = make(Value::Kind::kFloat);
         std::memcpy(&v->real, b.data(), 8);
         push(v);
-        break;
+        return true;
       }
       case 0x88:
       case 0x89: {
         auto v = make(Value::Kind::kBool);
         v->integer = op == 0x88;
         push(v);
-        break;
+        return true;
       }
-      case 'N': push(make(Value::Kind::kNone)); break;
-      case 't': push_tuple(pop_to_mark()); break;
-      case 0x85: push_tuple({pop()}); break;
+      case 'N': push(make(Value::Kind::kNone)); return true;
+      default: return false;
+    }
+  }
+
+  // Dicts, lists and tuples, their items, storages and reductions; false for another opcode.
+  bool build_collection(unsigned char op) {
+    switch (op) {
+      case '}': push(make(Value::Kind::kDict)); return true;
+      case ']': push(make(Value::Kind::kList)); return true;
+      case ')': push_tuple({}); return true;
+      case 't': push_tuple(pop_to_mark()); return true;
+      case 0x85: push_tuple({pop()}); return true;
       case 0x86: {
         ValuePtr b = pop(), a = pop();
         push_tuple({a, b});
-        break;
+        return true;
       }
       case 0x87: {
         ValuePtr c = pop(), b = pop(), a = pop();
         push_tuple({a, b, c});
-        break;
+        return true;
       }
-      case 'a': append(pop()); break;
-      case 'e': {
-        std::vector<ValuePtr> items = pop_to_mark();
-        for (auto& item : items) append(item);
-        break;
-      }
+      case 'a': append(pop()); return true;
+      case 'e':
+        for (auto& item : pop_to_mark()) append(item);
+        return true;
       case 's': {
         ValuePtr value = pop(), key = pop();
         set_items(top(), {key, value});
-        break;
+        return true;
       }
       case 'u': {
-        std::vector<ValuePtr> items = pop_to_mark();
+        std::vector<ValuePtr> items = pop_to_mark();  // popped before top() is read
         set_items(top(), items);
-        break;
+        return true;
       }
-      case 'Q': push(storage(pop())); break;           // BINPERSID
+      case 'Q': push(storage(pop())); return true;           // BINPERSID
       case 'R': {
         ValuePtr args = pop(), callable = pop();
         push(reduce(callable, args));
-        break;
+        return true;
       }
-      case 'b': pop(); break;                                // BUILD: OrderedDict._metadata, ignored
-      default: {
-        std::ostringstream message;
-        message << "unsupported pickle opcode 0x" << std::hex << static_cast<int>(op);
-        fail(message.str());
-      }
+      case 'b': pop(); return true;                          // BUILD: OrderedDict._metadata, ignored
+      default: return false;
     }
+  }
+
+  void push_string(std::string text) {
+    auto v = make(Value::Kind::kString);
+    v->text = std::move(text);
+    push(v);
   }
 
   std::string_view data_;

@@ -120,6 +120,9 @@ struct TranslationServer::Impl {
                 metrics) {}
 
   void configure();
+  void configure_connections();
+  void configure_handlers();
+  void configure_routes();
   void fail(httplib::Response& res, const ApiError& error);
   std::vector<evaluation::Translation> run(const std::shared_ptr<ServedModel>& model, const TranslateRequest& request);
   void translate(const httplib::Request& req, httplib::Response& res);
@@ -243,6 +246,12 @@ void TranslationServer::Impl::access_log(const httplib::Request& req, const http
 }
 
 void TranslationServer::Impl::configure() {
+  configure_connections();
+  configure_handlers();
+  configure_routes();
+}
+
+void TranslationServer::Impl::configure_connections() {
   const std::size_t threads = static_cast<std::size_t>(options.http_threads);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_payload_max_length(static_cast<std::size_t>(options.max_body));
@@ -257,6 +266,10 @@ void TranslationServer::Impl::configure() {
     listening_socket = sock;
   });
   http.set_tcp_nodelay(true);  // a response's headers and body go out at once, not a delayed ACK apart
+}
+
+// What runs around every route: timing and counting, the access log, httplib's refusals, exceptions.
+void TranslationServer::Impl::configure_handlers() {
   http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
     request_start = Clock::now();
     request_sentences = 0;
@@ -294,6 +307,9 @@ void TranslationServer::Impl::configure() {
     metrics.error("internal");
     answer(res, 500, error_json(500, first_line_of(what)));
   });
+}
+
+void TranslationServer::Impl::configure_routes() {
   // Every other method on a known route: 405, answered by a route handler so that its body is read
   // first (answered before routing, the unread body would be taken for the connection's next request).
   for (const auto& [route, method] : kRoutes) {

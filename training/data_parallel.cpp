@@ -113,8 +113,7 @@ Watchdog::Scope DataParallel::deadline(const std::string& during, std::chrono::s
 }
 
 std::string DataParallel::describe_failure(const std::string& during, const std::string& what) const {
-  return "rank " + std::to_string(options_.rank) + " of " + std::to_string(options_.world_size) + ": " + during +
-         " failed (" + what + "); another rank has probably exited or stalled";
+  return me() + ": " + during + " failed (" + what + "); another rank has probably exited or stalled";
 }
 
 DataParallel::DataParallel(const DistributedOptions& options, const torch::Device& device)
@@ -129,92 +128,114 @@ DataParallel::DataParallel(const DistributedOptions& options, const torch::Devic
   FLAGS_caffe2_log_level = 3;
   // Gloo and the store write to their peers' sockets without MSG_NOSIGNAL in places (Python, whose
   // ranks they were written for, ignores SIGPIPE), so a write to a rank that has just died would
-  // kill this one with SIGPIPE (exit 141, in 4 of 200 tries of DataParallelTest's dead rank) instead
-  // of failing with EPIPE into the one-line error below.
+  // kill this one with SIGPIPE (exit 141) instead of failing with EPIPE into a one-line error.
   ::signal(SIGPIPE, SIG_IGN);
-  const std::string endpoint = options_.master_addr + ":" + std::to_string(options_.master_port);
-  const std::string me = "rank " + std::to_string(options_.rank) + " of " + std::to_string(options_.world_size);
-  const std::chrono::milliseconds timeout = options_.timeout();
+  connect_store();
+  rendezvous();
+  connect_group();
+}
 
+std::string DataParallel::endpoint() const { return options_.master_addr + ":" + std::to_string(options_.master_port); }
+
+std::string DataParallel::me() const {
+  return "rank " + std::to_string(options_.rank) + " of " + std::to_string(options_.world_size);
+}
+
+void DataParallel::connect_store() {
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<std::uint16_t>(options_.master_port);
   store_options.isServer = options_.rank == 0;
   store_options.numWorkers = static_cast<std::size_t>(options_.world_size);
-  store_options.waitWorkers = false;  // the handshake below waits, with a clearer error
-  store_options.timeout = timeout;
+  store_options.waitWorkers = false;  // the rendezvous waits, with a clearer error
+  store_options.timeout = options_.timeout();
   try {
     // The client retries a refused connection until its timeout, then once more after a pause.
-    const auto bounded = deadline("reaching rank 0 at " + endpoint, options_.timeout() + std::chrono::seconds(5));
+    const auto bounded = deadline("reaching rank 0 at " + endpoint(), options_.timeout() + std::chrono::seconds(5));
     backend_->store = c10::make_intrusive<c10d::TCPStore>(options_.master_addr, store_options);
   } catch (const std::exception& e) {
     const std::string what = error_text(e);
     if (options_.rank == 0) {
       if (what.find("in use") != std::string::npos) {
-        throw Error(me + ": cannot listen on " + endpoint + ": the port is in use (choose another --master-port)");
+        throw Error(me() + ": cannot listen on " + endpoint() + ": the port is in use (choose another --master-port)");
       }
-      throw Error(me + ": cannot listen on " + endpoint + " (" + what + ")");
+      throw Error(me() + ": cannot listen on " + endpoint() + " (" + what + ")");
     }
-    throw Error(me + ": could not reach rank 0 at " + endpoint + " within " + std::to_string(options_.dist_timeout) +
+    throw Error(me() + ": could not reach rank 0 at " + endpoint() + " within " + std::to_string(options_.dist_timeout) +
                 " s (" + what + ")");
   }
+}
 
-  // Handshake: every rank announces its world size; a second process with the same rank, a
-  // different world size or a rank that never comes are all errors rather than a hang.
+// Every rank announces its world size; a second process with the same rank, a different world size
+// or a rank that never comes are all errors rather than a hang.
+void DataParallel::rendezvous() {
   c10d::Store& store = *backend_->store;
   const std::string rank_key = "luong/rank/" + std::to_string(options_.rank);
   try {
-    const auto bounded = deadline("the rendezvous at " + endpoint, std::chrono::seconds(15));
+    const auto bounded = deadline("the rendezvous at " + endpoint(), std::chrono::seconds(15));
     if (store.add(rank_key + "/claimed", 1) > 1) {
-      throw Error(me + ": another process already joined " + endpoint + " as rank " + std::to_string(options_.rank));
+      throw Error(me() + ": another process already joined " + endpoint() + " as rank " + std::to_string(options_.rank));
     }
     store.set(rank_key + "/world", bytes_of(std::to_string(options_.world_size)));
     if (options_.rank == 0) {
-      std::vector<std::string> keys;
-      for (int r = 1; r < options_.world_size; ++r) keys.push_back("luong/rank/" + std::to_string(r) + "/world");
-      try {
-        store.wait(keys, timeout);
-      } catch (const std::exception&) {
-        int joined = 1;
-        for (const auto& key : keys) joined += store.check({key}) ? 1 : 0;
-        throw Error(me + ": only " + std::to_string(joined) + " of " + std::to_string(options_.world_size) +
-                    " ranks joined " + endpoint + " within " + std::to_string(options_.dist_timeout) +
-                    " s (is --world-size right on every rank?)");
-      }
-      for (int r = 1; r < options_.world_size; ++r) {
-        const std::string theirs = text_of(store.get("luong/rank/" + std::to_string(r) + "/world"));
-        if (theirs != std::to_string(options_.world_size)) {
-          // Stay up until that rank has read rank 0's world size, so that it can say what is wrong.
-          store.set("luong/world", bytes_of(std::to_string(options_.world_size)));
-          try {
-            store.wait({"luong/rank/" + std::to_string(r) + "/read"}, std::chrono::seconds(10));
-          } catch (const std::exception&) {
-          }
-          throw Error(me + ": rank " + std::to_string(r) + " was started with --world-size " + theirs +
-                      ", rank 0 with " + std::to_string(options_.world_size));
-        }
-      }
-      store.set("luong/world", bytes_of(std::to_string(options_.world_size)));
+      check_followers_world_sizes();
     } else {
-      try {
-        store.wait({"luong/world"}, timeout);
-      } catch (const std::exception&) {
-        throw Error(me + ": rank 0 did not finish the rendezvous at " + endpoint + " within " +
-                    std::to_string(options_.dist_timeout) + " s (is --world-size right on every rank?)");
-      }
-      const std::string theirs = text_of(store.get("luong/world"));
-      store.set(rank_key + "/read", bytes_of("1"));
-      if (theirs != std::to_string(options_.world_size)) {
-        throw Error(me + ": rank 0 was started with --world-size " + theirs + ", this rank with " +
-                    std::to_string(options_.world_size));
-      }
+      check_main_world_size();
     }
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
-    throw Error(describe_failure("the rendezvous at " + endpoint, error_text(e)));
+    throw Error(describe_failure("the rendezvous at " + endpoint(), error_text(e)));
   }
+}
 
+void DataParallel::check_followers_world_sizes() {
+  c10d::Store& store = *backend_->store;
+  std::vector<std::string> keys;
+  for (int r = 1; r < options_.world_size; ++r) keys.push_back("luong/rank/" + std::to_string(r) + "/world");
+  try {
+    store.wait(keys, options_.timeout());
+  } catch (const std::exception&) {
+    int joined = 1;
+    for (const auto& key : keys) joined += store.check({key}) ? 1 : 0;
+    throw Error(me() + ": only " + std::to_string(joined) + " of " + std::to_string(options_.world_size) +
+                " ranks joined " + endpoint() + " within " + std::to_string(options_.dist_timeout) +
+                " s (is --world-size right on every rank?)");
+  }
+  for (int r = 1; r < options_.world_size; ++r) {
+    const std::string theirs = text_of(store.get("luong/rank/" + std::to_string(r) + "/world"));
+    if (theirs != std::to_string(options_.world_size)) {
+      // Stay up until that rank has read rank 0's world size, so that it can say what is wrong.
+      store.set("luong/world", bytes_of(std::to_string(options_.world_size)));
+      try {
+        store.wait({"luong/rank/" + std::to_string(r) + "/read"}, std::chrono::seconds(10));
+      } catch (const std::exception&) {
+      }
+      throw Error(me() + ": rank " + std::to_string(r) + " was started with --world-size " + theirs +
+                  ", rank 0 with " + std::to_string(options_.world_size));
+    }
+  }
+  store.set("luong/world", bytes_of(std::to_string(options_.world_size)));
+}
+
+void DataParallel::check_main_world_size() {
+  c10d::Store& store = *backend_->store;
+  try {
+    store.wait({"luong/world"}, options_.timeout());
+  } catch (const std::exception&) {
+    throw Error(me() + ": rank 0 did not finish the rendezvous at " + endpoint() + " within " +
+                std::to_string(options_.dist_timeout) + " s (is --world-size right on every rank?)");
+  }
+  const std::string theirs = text_of(store.get("luong/world"));
+  store.set("luong/rank/" + std::to_string(options_.rank) + "/read", bytes_of("1"));
+  if (theirs != std::to_string(options_.world_size)) {
+    throw Error(me() + ": rank 0 was started with --world-size " + theirs + ", this rank with " +
+                std::to_string(options_.world_size));
+  }
+}
+
+void DataParallel::connect_group() {
   const auto group_store = c10::make_intrusive<c10d::PrefixStore>("luong/group", backend_->store);
+  const std::chrono::milliseconds timeout = options_.timeout();
   try {
     const auto bounded = deadline("connecting the process group", std::chrono::seconds(5));
     const bool nccl = options_.dist_backend == DistBackend::kNccl ||

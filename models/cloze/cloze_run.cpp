@@ -32,6 +32,76 @@ std::string format_fixed(double v) {
   return buffer;
 }
 
+ClozeParameters initial_parameters(const ClozeRunOptions& options, const ClozeDims& dims) {
+  ClozeParameters params(dims);
+  if (options.init == ClozeInit::kNumpy) {
+    init_numpy(params, static_cast<unsigned>(options.seed));
+  } else {
+    if (!options.torch_randn) throw Error("--init torch needs LibTorch, which this build cannot load");
+    const std::vector<double> draws = options.torch_randn(params.data.size(), static_cast<unsigned>(options.seed));
+    for (std::size_t i = 0; i < params.data.size(); ++i) params.data[i] = 0.1 * draws[i];
+  }
+  return params;
+}
+
+// The display sentence's ids, after checking that the corpus holds it.
+std::vector<int> display_ids(const ClozeCorpus& corpus, std::ostream& out) {
+  const auto& display = display_sentence();
+  if (std::find(corpus.sentences.begin(), corpus.sentences.end(), display) == corpus.sentences.end()) {
+    throw Error("display sentence not found in the corpus");
+  }
+  std::string joined;
+  for (const auto& token : display) joined += (joined.empty() ? "" : " ") + token;
+  out << "[B-display] display tokens: " << joined << "\n";
+  std::vector<int> ids;
+  for (const auto& token : display) ids.push_back(corpus.id(token));
+  return ids;
+}
+
+void write_csvs(const ClozeRunReport& report, int n, const std::string& out_dir, std::ostream& out) {
+  const std::string loss_path = (fs::path(out_dir) / "attention_loss.csv").string();
+  write_file_atomically(loss_path, [&](std::ostream& csv) {
+    csv << "iter,loss\n";
+    for (const auto& [update, loss] : report.loss_curve) csv << format_fixed(update) << "," << format_fixed(loss) << "\n";
+  });
+  out << "[B-csv] saved " << loss_path << "\n";
+  const std::string weights_path = (fs::path(out_dir) / "attention_weights.csv").string();
+  write_file_atomically(weights_path, [&](std::ostream& csv) {
+    csv << "q,k,w\n";
+    for (int q = 0; q < n; ++q) {
+      for (int k = 0; k < n; ++k) {
+        csv << format_fixed(q) << "," << format_fixed(k) << "," << format_fixed(report.display_attention[static_cast<std::size_t>(q * n + k)]) << "\n";
+      }
+    }
+  });
+  out << "[B-csv] saved " << weights_path << "\n";
+}
+
+// The loss curve beside the display sentence's attention.
+void write_preview(const ClozeRunReport& report, int n, const std::string& out_dir, std::ostream& out) {
+  LineSeries curve;
+  for (const auto& [update, loss] : report.loss_curve) {
+    curve.x.push_back(update);
+    curve.y.push_back(loss);
+  }
+  HeatMap map;
+  map.values.assign(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n)));
+  for (int q = 0; q < n; ++q) {
+    for (int k = 0; k < n; ++k) map.values[static_cast<std::size_t>(q)][static_cast<std::size_t>(k)] = report.display_attention[static_cast<std::size_t>(q * n + k)];
+  }
+  map.row_labels = map.column_labels = display_sentence();
+  map.title = "learned attention weights";
+  map.x_label = "key token (searched)";
+  map.y_label = "query token (searching)";
+  const HeatMapLayout layout = heat_map_layout(map, 26);
+  Figure figure(460 + layout.width, std::max(420, layout.height));
+  figure.line_chart({0, 0, 450, 420}, {"training loss", "update", "loss per predicted token", {curve}});
+  figure.heat_map(460, 0, map, 26);
+  const std::string png_path = (fs::path(out_dir) / "attention.png").string();
+  figure.save_png(png_path);
+  out << "[B-preview] saved " << png_path << "\n";
+}
+
 }  // namespace
 
 ClozeRunReport run_cloze(const ClozeRunOptions& options, std::ostream& out) {
@@ -45,14 +115,7 @@ ClozeRunReport run_cloze(const ClozeRunOptions& options, std::ostream& out) {
 
   ClozeDims dims;
   dims.vocab = static_cast<int>(corpus.vocabulary.size());
-  ClozeParameters params(dims);
-  if (options.init == ClozeInit::kNumpy) {
-    init_numpy(params, static_cast<unsigned>(options.seed));
-  } else {
-    if (!options.torch_randn) throw Error("--init torch needs LibTorch, which this build cannot load");
-    const std::vector<double> draws = options.torch_randn(params.data.size(), static_cast<unsigned>(options.seed));
-    for (std::size_t i = 0; i < params.data.size(); ++i) params.data[i] = 0.1 * draws[i];
-  }
+  ClozeParameters params = initial_parameters(options, dims);
 
   const int threads = options.threads > 0 ? static_cast<int>(options.threads) : available_cores();
   ClozeRunReport report;
@@ -71,56 +134,11 @@ ClozeRunReport run_cloze(const ClozeRunOptions& options, std::ostream& out) {
                 static_cast<long long>(options.updates), report.train_seconds, threads, report.gflop, report.gflop / report.train_seconds);
   out << line << "\n";
 
-  const auto& display = display_sentence();
-  if (std::find(corpus.sentences.begin(), corpus.sentences.end(), display) == corpus.sentences.end()) {
-    throw Error("display sentence not found in the corpus");
-  }
-  std::string joined;
-  for (const auto& token : display) joined += (joined.empty() ? "" : " ") + token;
-  out << "[B-display] display tokens: " << joined << "\n";
-  std::vector<int> display_ids;
-  for (const auto& token : display) display_ids.push_back(corpus.id(token));
-  const int n = static_cast<int>(display_ids.size());
-  report.display_attention = cloze_attention(params, display_ids.data(), n);
-
-  const std::string loss_path = (fs::path(options.out_dir) / "attention_loss.csv").string();
-  write_file_atomically(loss_path, [&](std::ostream& csv) {
-    csv << "iter,loss\n";
-    for (const auto& [update, loss] : report.loss_curve) csv << format_fixed(update) << "," << format_fixed(loss) << "\n";
-  });
-  out << "[B-csv] saved " << loss_path << "\n";
-  const std::string weights_path = (fs::path(options.out_dir) / "attention_weights.csv").string();
-  write_file_atomically(weights_path, [&](std::ostream& csv) {
-    csv << "q,k,w\n";
-    for (int q = 0; q < n; ++q) {
-      for (int k = 0; k < n; ++k) {
-        csv << format_fixed(q) << "," << format_fixed(k) << "," << format_fixed(report.display_attention[static_cast<std::size_t>(q * n + k)]) << "\n";
-      }
-    }
-  });
-  out << "[B-csv] saved " << weights_path << "\n";
-
-  LineSeries curve;
-  for (const auto& [update, loss] : report.loss_curve) {
-    curve.x.push_back(update);
-    curve.y.push_back(loss);
-  }
-  HeatMap map;
-  map.values.assign(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n)));
-  for (int q = 0; q < n; ++q) {
-    for (int k = 0; k < n; ++k) map.values[static_cast<std::size_t>(q)][static_cast<std::size_t>(k)] = report.display_attention[static_cast<std::size_t>(q * n + k)];
-  }
-  map.row_labels = map.column_labels = display;
-  map.title = "learned attention weights";
-  map.x_label = "key token (searched)";
-  map.y_label = "query token (searching)";
-  const HeatMapLayout layout = heat_map_layout(map, 26);
-  Figure figure(460 + layout.width, std::max(420, layout.height));
-  figure.line_chart({0, 0, 450, 420}, {"training loss", "update", "loss per predicted token", {curve}});
-  figure.heat_map(460, 0, map, 26);
-  const std::string png_path = (fs::path(options.out_dir) / "attention.png").string();
-  figure.save_png(png_path);
-  out << "[B-preview] saved " << png_path << "\n";
+  const std::vector<int> ids = display_ids(corpus, out);
+  const int n = static_cast<int>(ids.size());
+  report.display_attention = cloze_attention(params, ids.data(), n);
+  write_csvs(report, n, options.out_dir, out);
+  write_preview(report, n, options.out_dir, out);
   return report;
 }
 

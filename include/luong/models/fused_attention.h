@@ -86,6 +86,8 @@ class StepAttention {
   Window window(int64_t t, int64_t row) const;
   template <typename scalar_t>
   void position_forward(int64_t t, int64_t first, int64_t rows, const torch::Tensor& query) const;
+  template <typename scalar_t>
+  const scalar_t* position_backward(int64_t t, int64_t b, const Window& w, const scalar_t* a, scalar_t* dw);
 
   bool concat() const { return config_.score == ScoreKind::kConcat; }
   bool location() const { return config_.score == ScoreKind::kLocation; }

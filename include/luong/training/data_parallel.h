@@ -103,6 +103,13 @@ class DataParallel {
     torch::Tensor flat;
     std::vector<std::size_t> members;  // indices into the parameter list
   };
+  void connect_store();
+  void rendezvous();
+  void check_followers_world_sizes();
+  void check_main_world_size();
+  void connect_group();
+  std::string endpoint() const;  ///< rank 0's address:port
+  std::string me() const;        ///< "rank R of N"
   void build_buckets(const std::vector<torch::Tensor>& parameters);
   std::string describe_failure(const std::string& during, const std::string& what) const;
 
