@@ -124,7 +124,7 @@ template <int RB, int CB>
   _tile_loadconfig(&config);
   const int64_t tiles = (n + 15) / 16;
   // 32 rows at a time over every column: their a (32 KB at k 512) stays in L1 while b streams
-  // from L2 (column tiles outermost streamed a instead: weight gradients 10-30% slower). a's rows
+  // from L2 (column tiles outermost would stream a instead, slower for weight gradients). a's rows
   // are padded to 16: two row blocks wherever more than 16 rows are left.
   for (int64_t r = 0; r < m; r += 32) {
     const bool two = m - r > 16;

@@ -62,8 +62,8 @@ namespace {
 }
 
 // Columns of unit stride (lda 1: a weight gradient's transposed a, whose columns are the rows of the
-// tensor it transposes): 16 x 16 blocks loaded as those rows and transposed in registers, 2.5x the
-// rate of gathering a's rows ([1536, 480]: 0.17 against 0.42 ns a value).
+// tensor it transposes): 16 x 16 blocks loaded as those rows and transposed in registers, faster
+// than gathering a's rows value by value.
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void round_transposed_rows_bf16(const float* a, int64_t m,
                                                                                        int64_t k,
                                                                                        int64_t column_stride,
@@ -90,8 +90,8 @@ namespace {
 #pragma GCC diagnostic pop
 
 // Any other strides: 16 values of a row gathered at a time, 16 rows by 16 values a turn, so that a
-// turn's gathers read the same 16 cache lines and pages (row by row over the whole k, a gradient of
-// 1,300 tokens ran at a third of the library's rate: each row's gathers went through 8 MB).
+// turn's gathers read the same 16 cache lines and pages (row by row over the whole k, each row's
+// gathers would stride through megabytes).
 [[gnu::target("avx512f,avx512bw,avx512vl,avx512bf16")]] void round_gathered_rows_bf16(const float* a, int64_t m,
                                                                                      int64_t k, int64_t lda,
                                                                                      int64_t column_stride,
@@ -138,7 +138,7 @@ void round_rows_bf16(const float* a, int64_t m, int64_t k, int64_t lda, int64_t 
 // ---- a float32 b rounded straight into one bf16 panel ----------------------------------------------
 // Each lays out a whole panel of `panel_pairs` pairs (its zero columns and pairs too), as
 // pack_bf16_panels does. One pass from b to the panel, where rounding into a buffer and laying the
-// buffer out went through the values three times (8% of a bf16 hidden-512 step, perf).
+// buffer out went through the values three times.
 
 // A weight w [columns, k] read as its transpose (panel column c is w's row c, row stride `stride`):
 // a pair (w[c, 2i], w[c, 2i + 1]) is one 32-bit word, so 16 rows by 32 values rounded into 16 rows of

@@ -67,7 +67,7 @@ struct DecoderStack {
   // Layer 0's input weights split at the embeddings: w_ih[0][:, :E] and w_ih[0][:, E:] (the part the
   // kernel feeds per step). Copied once, in the forward pass, and kept for the backward: as column
   // slices every product with them would run on MKL (oneDNN would copy a strided operand per
-  // product), at about half oneDNN's rate on AMD (docs/BENCHMARKS.md, 2026-12-03 evening).
+  // product), slower than oneDNN on AMD (docs/appendix/benchmark-diary.md, 2026-12-03 evening).
   torch::Tensor w_embed, w_feed;
 
   DecoderStack(at::TensorList cell_weights, const torch::Tensor& h0, const torch::Tensor& c0,

@@ -67,9 +67,9 @@ using torch::autograd::variable_list;
 // t < its length: a backward row so starts at its own last token, from a zero state, as a packed
 // bidirectional nn.GRU/nn.LSTM does. The two directions of a bidirectional layer are independent
 // recurrences over the same rows: one node runs them side by side, each thread one direction's block
-// of rows, so that at two threads each step's product takes the whole batch (on one core oneDNN
-// multiplies 32 rows at 1.25-1.4x its rate for 16), each thread streams one direction's weights, and
-// both directions share one parallel region.
+// of rows, so that at two threads each step's product takes the whole batch (a product of more
+// rows runs at a higher rate), each thread streams one direction's weights, and both directions
+// share one parallel region.
 
 struct SequenceShape {
   int64_t B, S, I, H;

@@ -32,8 +32,7 @@ std::vector<Slice> vocabulary_slices(int64_t vocab) {
 // Rows of logits to compute and exponentiate at a time. Where the slice's weights take at most half
 // of a core's L2 (a narrow hidden layer), blocks of about 512 KB, which stay cached beside them until
 // they are exponentiated: such a logit costs little arithmetic, and a pass of its own over logits
-// that outgrow the caches runs at memory speed ([3300, 64] x [64, 4642], 30 MB a slice: the
-// forward 12.4-12.8 ms whole, 10.9 in blocks). Wider layers spend enough arithmetic on each logit
+// that outgrow the caches runs at memory speed (docs/PERFORMANCE.md). Wider layers spend enough arithmetic on each logit
 // that the pass is cheap, and blocks would only share the cache with their weights: all rows at once.
 int64_t logit_block_rows(int64_t rows, int64_t hidden, int64_t width, int64_t element_bytes) {
   constexpr int64_t kHalfL2 = 1 << 20, kBlockBytes = 512 << 10;

@@ -54,11 +54,9 @@ bool amd_with_avx512() {
 #endif
 }
 
-// oneDNN costs about 10 microseconds a call more than MKL. Measured on Zen 5, one thread, GFLOP/s MKL
-// against oneDNN: [16, 64] x [64, 192] 79 / 24, [16, 64] x [64, 4642] 81 / 70, [32, 128] x [128, 384]
-// 94 / 101, [8, 256] x [256, 768] 70 / 91, [4, 512] x [512, 1536] 51 / 74, [288, 28] x [28, 192]
-// 101 / 126, [300, 512] x [512, 1536] 101 / 226, [288, 64] x [64, 4642] 87 / 211. So oneDNN from a
-// million multiply-adds, when the inner dimension is at least 128 or there are 64 rows or more.
+// oneDNN costs more than MKL per call, and gains at larger shapes (the rates per shape are in
+// docs/PERFORMANCE.md): so oneDNN from a million multiply-adds, when the inner dimension is at
+// least 128 or there are 64 rows or more.
 bool onednn_pays_for(int64_t m, int64_t k, int64_t n) {
   return m * k * n >= (int64_t{1} << 20) && (k >= 128 || m >= 64);
 }

@@ -83,8 +83,8 @@ std::vector<double> step_weights(const std::vector<int64_t>& tokens_at_step, Los
 namespace {
 
 // Each real token's weight, its step's: rows are flat indices b * T + t. On the CPU one pass over
-// the rows: the dozen small tensor operations that made the notebook's average took twice as long
-// with their backward nodes (62 against 30 us, timed alone). On a GPU the step weights travel from
+// the rows: the dozen small tensor operations that made the notebook's average took longer with
+// their backward nodes. On a GPU the step weights travel from
 // pinned memory without waiting for the device, and are indexed there.
 torch::Tensor token_weights(const torch::Tensor& rows, int64_t steps, const std::vector<double>& step_weights,
                             const torch::TensorOptions& options) {

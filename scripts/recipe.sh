@@ -8,12 +8,11 @@
 #
 # The whole corpus: sentences of at most 25 words, 500 dev and 500 test pairs, every other pair for
 # training; sentencepiece (unigram, 4000 pieces per side), a bidirectional LSTM encoder and a Luong
-# decoder with input feeding (hidden 256; LSTM over GRU: +1.5 BLEU ar-en, +0.4 en-ar over 3 seeds),
-# general attention, the paper's dropout 0.3, label smoothing 0.1, every weight drawn from U(-0.1, 0.1)
-# (OpenNMT-py's initialisation: +6.4 BLEU ar-en on seed 1 against LibTorch's defaults), batches of
-# sentences of similar length (1.6x the tokens a second; +9.2 BLEU with the initialisation), Adam
-# 2e-3 halved on a dev plateau, a budget of RECIPE_SECONDS (default 450) of training; test scores of
-# the best dev-BLEU epoch's weights with beam 5 (alpha 0.6).
+# decoder with input feeding (hidden 256), general attention, the paper's dropout 0.3, label
+# smoothing 0.1, every weight drawn from U(-0.1, 0.1) (OpenNMT-py's initialisation), batches of
+# sentences of similar length, Adam 2e-3 halved on a dev plateau, a budget of RECIPE_SECONDS
+# (default 450) of training; test scores of the best dev-BLEU epoch's weights with beam 5 (alpha
+# 0.6). What each choice gained is in docs/RESULTS.md.
 recipe_corpus=${RECIPE_CORPUS:-../shared/data/tatoeba-ara-eng/ara-eng.tsv}
 recipe_flags=(
   --max-len 25 --train-size 0 --dev-size 500 --test-size 500

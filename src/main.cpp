@@ -77,7 +77,7 @@ int run(int argc, char** argv) {
 }
 
 // Every command has written and closed its files by now; what is left is LibTorch's static
-// destructors (its operator registries, about 100 ms of a `luong --version`'s 400), which free
+// destructors (its operator registries, a quarter of a `luong --version`), which free
 // memory that the process is about to give back anyway. The sanitizers' builds exit normally: the
 // leak checker runs at exit. Output that could not be written (a full disk, a closed pipe) fails a
 // command that otherwise succeeded, as the commands' own checks do: std::cout first, whose flush

@@ -169,8 +169,8 @@ void Checkpointer::export_epoch_average(const models::StateDict& weights, std::i
   models::save_state_dict(average_state_dicts(last, paths_.epochs), paths_.averaged_model);
 }
 
-// Every file is written as it is serialized, straight from the tensors: at hidden 512 a save used to
-// hold the model's 72 MB and the optimizer's 144 MB in fresh buffers (about 55,000 page faults).
+// Every file is written as it is serialized, straight from the tensors, rather than held whole in
+// fresh buffers (page faults by the tens of thousands at hidden 512).
 void Checkpointer::save(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const TrainerState& state,
                         bool improved, bool epoch_end, const ExponentialAverage* ema) const {
   const models::StateDict weights = models::state_dict(model);

@@ -27,8 +27,7 @@ struct Coefficients {
 
 // One pass of Adam (Kingma & Ba, with LibTorch's order of operations) over [begin, end).
 // Inlined into the clones below. This file is compiled with -fno-math-errno (CMakeLists.txt):
-// otherwise GCC keeps std::sqrt scalar, since it may set errno, and this loop took 12% of a
-// training step.
+// otherwise GCC keeps std::sqrt scalar, since it may set errno, and this loop would not vectorise.
 template <typename T>
 [[gnu::always_inline]] inline void adam_range(T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq, int64_t begin, int64_t end,
                 const Coefficients& c) {
@@ -65,10 +64,9 @@ LUONG_ADAM_CLONES void adam_range_double(double* param, const double* grad, doub
 // The sums of x[s][i]^2 in double of `Arrays` arrays at once, each summed as it would be alone: 32
 // values a turn into four sums of 8 lanes, each a vector load (and, for float, one conversion), so
 // that neither the loads nor the additions' latency bound the pass (one sum with element-wise loads
-// gathered the lanes one by one: 7.3 ms a step at hidden 512, 17 million gradients). The vector
-// types keep GCC from summing in order. Four arrays side by side are four streams for the
-// prefetchers: one thread read a hidden-512 model's 72 MB of gradients at 17 GB/s one array at a
-// time, at 25 four at a time (the same sums to the bit).
+// gathered the lanes one by one). The vector types keep GCC from summing in order. Four arrays side
+// by side are four streams for the prefetchers, faster than one array at a time (the same sums to
+// the bit; docs/PERFORMANCE.md).
 template <int Arrays, typename T>
 [[gnu::always_inline]] inline void squares_sums(const T* const* x, const int64_t* n, double* out) {
   typedef double Lanes __attribute__((vector_size(64)));

@@ -159,7 +159,7 @@ LargeBlockCacheStats LargeBlockCache::stats() const {
 LargeBlockCache& install_large_block_cache() {
   static LargeBlockCache* const cache = [] {
     // Blocks from 32 MiB, glibc's largest mmap threshold: below it configure_allocator() has glibc
-    // keep freed blocks in its heap. 1 GiB kept at most: a batch-512 notebook run keeps two, 134 MB.
+    // keep freed blocks in its heap. 1 GiB kept at most: a batch-512 notebook run keeps a few.
     auto* installed = new LargeBlockCache(c10::GetCPUAllocator(), std::size_t{32} << 20, std::size_t{1} << 30);
     c10::SetCPUAllocator(installed);
     return installed;

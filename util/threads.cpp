@@ -76,10 +76,10 @@ namespace luong {
 void configure_allocator() {
   // glibc serves blocks above the mmap threshold (128 KiB at first) with fresh mmap()s, and every
   // such tensor then costs page faults and zeroing on each training step. Raising the thresholds
-  // keeps freed activations in the heap for reuse: 2.3x more tokens/s on the notebook's model.
+  // keeps freed activations in the heap for reuse (docs/PERFORMANCE.md).
   // Some glibc versions refuse a threshold above 32 MiB (half their largest heap). Setting the trim
   // threshold below fixes the mmap threshold wherever it stands, so a refused 64 MiB would leave it
-  // at 128 KiB: in a scratch run at hidden 512 that cost 5x the page faults and 1.7x the step time.
+  // at 128 KiB, and every large activation would fault its pages in again.
   if (::mallopt(M_MMAP_THRESHOLD, 64 << 20) == 0) ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
   ::mallopt(M_TOP_PAD, 64 << 20);

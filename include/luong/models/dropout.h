@@ -6,9 +6,8 @@
 // one 64-bit draw from LibTorch's default CPU generator per mask (so torch::manual_seed and a
 // checkpoint's rng.pt fix every mask, whatever the thread count, and the threads fill disjoint
 // ranges). LibTorch's bernoulli_ draws one element at a time on one thread where the processor is not
-// Intel's (its MKL path is Intel-only): 1.56 ms for the 393,216 values of a [64, 12, 512] batch on
-// Zen 4, 8% of a step of the main job's recipe. On other devices LibTorch's own dropout and
-// bernoulli_ (Philox on CUDA).
+// Intel's (its MKL path is Intel-only), a visible share of a recipe step (docs/PERFORMANCE.md). On
+// other devices LibTorch's own dropout and bernoulli_ (Philox on CUDA).
 #include <torch/torch.h>
 
 #include <cstdint>

@@ -1,8 +1,7 @@
 #pragma once
 // Rows of a table gathered by index: every embedding lookup and the loss's selection of real tokens.
-// On the CPU a backward that adds each row's gradient back in one serial pass. LibTorch's CPU
-// embedding backward and index_add_ cost 0.26-0.48 ms a call at the notebook's sizes (a tensor
-// operation per row), 7-9% of a training step.
+// On the CPU a backward that adds each row's gradient back in one serial pass: LibTorch's CPU
+// embedding backward and index_add_ run a tensor operation per row (docs/PERFORMANCE.md).
 #include <torch/torch.h>
 
 #include <cstdint>

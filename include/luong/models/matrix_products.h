@@ -21,7 +21,7 @@ namespace luong::models {
 
 /// Which library multiplies the fused kernels' float32 matrices on the CPU.
 ///   kAuto    oneDNN on AMD processors with AVX-512, for the shapes that pay for its per-call cost
-///            (MKL runs its AVX2 kernels there: oneDNN's AVX-512 ones are 1.4-2.5x as fast on Zen 5),
+///            (MKL runs its AVX2 kernels there, slower than oneDNN's AVX-512 ones),
 ///            MKL elsewhere and for the small per-step products;
 ///   kMkl     always MKL, as LibTorch's own mm;
 ///   kOneDnn  oneDNN for every product it can take, whatever its size (the tests use it).
@@ -268,7 +268,7 @@ struct MatrixProducts {
 /// calling thread.
 struct PanelProductRates {
   double float32 = 0, bf16 = 0;
-  /// Whether bf16 runs under 90% of float32's rate, so that bf16 precision trains slower than
+  /// Whether bf16 runs under nine tenths of float32's rate, so that bf16 precision trains slower than
   /// float32: on Intel processors with AVX512-BF16 but no AMX, vdpbf16ps (32 multiply-adds, one a
   /// cycle) matches float32's two FMA units, and rounding the rows to bf16 costs more.
   bool bf16_slower() const { return bf16 < 0.9 * float32; }

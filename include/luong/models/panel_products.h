@@ -1,10 +1,9 @@
 #pragma once
 // Small-row float32 matrix products against a right operand laid out once in column panels: the
 // fused kernels' per-step products ([rows of one thread's block, K] x [K, N], the same weight at
-// every step). LibTorch's libraries lay the weight out again at every call: at [16, 512] x
-// [512, 1536] on one Zen 5 core oneDNN runs at about 80 GFLOP/s and MKL's AVX2 kernels at 90, where
-// the same product against panels laid out beforehand runs at 230 (bench/panel_rate.cpp). Raw
-// pointers, no LibTorch; AVX-512 and AVX2 + FMA kernels, chosen at run time.
+// every step). LibTorch's libraries lay the weight out again at every call, which at these shapes
+// costs more than the arithmetic (bench/panel_rate.cpp, docs/PERFORMANCE.md). Raw pointers, no
+// LibTorch; AVX-512 and AVX2 + FMA kernels, chosen at run time.
 //
 // Panel layout: b [K, N] in panels of `panel_width` columns, panel j holding b[k, j w .. j w + w - 1]
 // for k = 0 .. K - 1 contiguously (w floats per k); the last panel's missing columns are zero.
@@ -80,7 +79,7 @@ struct Bf16RowBlock {
 };
 /// c = init + bf16(a) b for both blocks' rows, over panels [first_panel, last_panel) of b's only:
 /// the two a's rounded into one operand of up to 32 rows, so that b's panels, which a step's
-/// product reads from L3 at about 31 GB/s, are read once for both blocks (AMX only). The sums are
+/// product reads from L3, are read once for both blocks (AMX only). The sums are
 /// those of bf16_panel_product to the bit.
 void amx_panel_product_of_two_blocks(const Bf16RowBlock (&blocks)[2], int64_t k, const uint16_t* panels, int64_t n,
                                      int64_t first_panel, int64_t last_panel);

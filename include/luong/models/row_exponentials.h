@@ -27,7 +27,7 @@ void log_sum_exponentials(const double* x, int64_t rows, int64_t cols, int64_t s
 /// left in x [rows, cols] (row stride `stride`): row r scaled by row_scales[r] (to probabilities), less
 /// `offset` (label smoothing's eps / V), less target_weight at column target_columns[r] (none where it
 /// is negative); and the bias's gradient alongside, column_sums[c] += row_weights[r] x[r][c] over the
-/// rows, in the same pass over x (a separate gemv over the logits ran at a few GFLOP/s).
+/// rows, in the same pass over x (a separate gemv over the logits runs at memory speed).
 void softmax_gradient_rows(float* x, int64_t rows, int64_t cols, int64_t stride, const float* row_scales, float offset,
                            const int64_t* target_columns, float target_weight, const float* row_weights,
                            float* column_sums);

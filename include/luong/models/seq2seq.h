@@ -31,8 +31,8 @@ struct Seq2SeqOptions {
   TORCH_ARG(DecoderKind, decoder) = DecoderKind::kLuong;
   TORCH_ARG(AttentionConfig, attention) = AttentionConfig{};
   /// Let the encoder and decoder use their hand-differentiated CPU kernels where the architecture
-  /// allows (EncoderOptions::fused, DecoderOptions::fused): the same function at about 2x the
-  /// training throughput. Each module makes the choice itself, per device.
+  /// allows (EncoderOptions::fused, DecoderOptions::fused): the same function, faster
+  /// (docs/PERFORMANCE.md). Each module makes the choice itself, per device.
   TORCH_ARG(bool, fused) = true;
 };
 

@@ -22,8 +22,8 @@ StateDict state_dict(const torch::nn::Module& module);
 /// Receives a file's bytes piece by piece, in order.
 using ByteSink = std::function<void(const char* data, std::size_t size)>;
 /// torch.save-compatible bytes of `dict` (a plain dict of CPU tensors), handed to `sink` as they are
-/// made, each tensor's data straight from its memory: nothing the size of the file is held (a
-/// hidden-512 checkpoint's 216 MB were a buffer of fresh pages at every save).
+/// made, each tensor's data straight from its memory: nothing the size of the file is held (a buffer
+/// of fresh pages the size of the checkpoint at every save, otherwise).
 void serialize_state_dict(const StateDict& dict, const ByteSink& sink);
 /// Writes `dict` atomically (temporary file + rename).
 void save_state_dict(const StateDict& dict, const std::string& path);

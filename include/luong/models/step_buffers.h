@@ -39,8 +39,8 @@ inline int64_t row_block_count(int64_t batch, int64_t lanes = 1) {
 /// A padded batch of sequences reordered for a recurrence that computes only real tokens. The rows are
 /// dealt, longest first, over row_block_count's blocks, so that within every block they run longest
 /// first: at time t the rows still inside their sequences (t < length) are a prefix of each block, and
-/// a step's products and gates run on that prefix alone (the padding is 30-50% of a batch of random
-/// sentences). The real tokens are also numbered in (time, block, row) order, the layout in which a
+/// a step's products and gates run on that prefix alone (padding is a large share of a batch of
+/// random sentences). The real tokens are also numbered in (time, block, row) order, the layout in which a
 /// layer's input projection is one product over real tokens only: block k's active rows at time t are
 /// tokens [offset(t, k), offset(t, k) + active(t, k)).
 class PackedRows {

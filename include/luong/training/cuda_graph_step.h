@@ -2,7 +2,7 @@
 // Whole training steps on a GPU replayed as CUDA graphs. At the sizes people train a recurrent
 // model, a step is hundreds of small kernels per decoder step, and LibTorch's host time per launch
 // (dispatch, autograd, the allocator) exceeds the kernels' own: the GPU waits for the host
-// (docs/BENCHMARKS.md, 2026-12-04). A graph launches a captured step's kernels in one call.
+// (docs/appendix/benchmark-diary.md, 2026-12-04). A graph launches a captured step's kernels in one call.
 //
 // One graph per batch shape: B rows, and the source and target lengths padded up to a multiple of
 // `padding` (Seq2SeqImpl::padded_loss: padding changes nothing but the work). Each holds its own

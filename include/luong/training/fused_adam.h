@@ -1,16 +1,15 @@
 #pragma once
 // torch::optim::Adam with the update of each CPU parameter done in one pass over its elements.
 // LibTorch's Adam runs ~7 whole-tensor ops per parameter (mul_, add_, mul_, addcmul_, sqrt, div,
-// add_, addcdiv_); at the notebook's size (642,010 floats, most of them in the vocabulary
-// projection and the embeddings) that is ~6 ms of memory traffic per step, a third of a training
-// step. Same options, the same state tensors (so checkpoints and Adam::load/save are unchanged)
+// add_, addcdiv_), each a pass over memory: at the notebook's size a large share of a training step
+// (docs/PERFORMANCE.md). Same options, the same state tensors (so checkpoints and Adam::load/save are unchanged)
 // and the same arithmetic up to floating-point contraction. A step with any parameter that is not a
 // dense, contiguous float/double CPU tensor (sparse gradients, a mix of devices) is Adam's own.
 // On CUDA a step is LibTorch's multi-tensor `_fused_adam_` (one launch per group where Adam makes
 // seven per parameter), its step counts and learning rate read from device tensors, so that the
 // step's device half (launch_device_step) holds no host value a CUDA graph would freeze.
-// Gradient clipping's scaling rides in the same pass (step_scaled): at hidden 512 a separate
-// scaling pass over the gradients read and wrote 208 MB a step.
+// Gradient clipping's scaling rides in the same pass (step_scaled) rather than a pass of its own
+// over every gradient.
 #include <torch/torch.h>
 
 #include <optional>
@@ -26,7 +25,7 @@ void scale_gradients(const std::vector<torch::Tensor>& parameters, const torch::
 /// The sum of the squares of every defined gradient of `parameters`, in one parallel pass summing in
 /// double (chunks of a fixed size, added in order: the same bits on any thread count), where every
 /// gradient is a dense, contiguous float/double CPU tensor; nullopt otherwise. LibTorch's norm per
-/// gradient is a parallel region each, 66 of them a step at hidden 512 (2.8 ms).
+/// gradient is a parallel region each, one per parameter tensor.
 std::optional<double> gradient_squares_sum(const std::vector<torch::Tensor>& parameters);
 /// Chunks that gradient_squares_sum summed four side by side, since the process started: what a test
 /// reads to see that path taken.

@@ -41,8 +41,8 @@ struct TrainStepOptions {
   /// On the CPU (one process), fused models whose hidden size is below this run the backward pass on
   /// one thread and lend the others to the work it hands out, the output layer's weight gradient
   /// behind the recurrences' blocks (util/side_tasks.h); at and above it every piece of work is
-  /// split over all threads, as a step's inline products then need them (2 threads, paired whole
-  /// runs: 3-4.5% faster at hidden 64, 3.5% at 128, 4.4% slower at 256). 0 = never.
+  /// split over all threads, as a step's inline products then need them (the threshold is where
+  /// paired runs cross over: docs/PERFORMANCE.md). 0 = never.
   /// (--overlap-below-hidden)
   std::int64_t overlap_below_hidden = 256;
 };
@@ -67,7 +67,7 @@ class TrainStep {
   bool uses_cuda_graphs() const { return graphs_ != nullptr; }
   /// Whether the backward pass runs with side threads (TrainStepOptions::overlap_below_hidden): on
   /// the fused kernels only, which hand work out (LibTorch's own operations would run on one
-  /// thread: --unfused 1.14x slower). With one intra-op thread there are none, and it runs alone.
+  /// thread: --unfused would run slower). With one intra-op thread there are none, and it runs alone.
   bool overlaps_backward() const { return overlap_ && model_.options.fused(); }
 
  private:

@@ -1,7 +1,7 @@
 #pragma once
 // LibTorch's CUDA libraries (libtorch_cuda.so, and through it cuBLAS, cuDNN and NCCL) come with
 // luong's CUDA module, libluong_cuda.so, which loads when a command first asks for a GPU. Loading
-// them took about 0.1 s of every command, CPU-only ones included (docs/BENCHMARKS.md,
+// them cost every command start-up time, CPU-only ones included (docs/appendix/benchmark-diary.md,
 // 2026-12-07, eighth session).
 //
 // LibTorch looks its CUDA hooks up once: whatever asks for them before libtorch_cuda.so is loaded

@@ -5,7 +5,7 @@ namespace luong {
 
 /// Sets LibTorch's intra-op threads to `threads` (0 = the cores this process may run on), its
 /// inter-op pool to 1, and OpenBLAS/MKL's own pools to 1 whichever of them is loaded: left alone
-/// they oversubscribe a small machine and run 2-4x slower. Also calls configure_allocator() and
+/// they oversubscribe a small machine and run several times slower. Also calls configure_allocator() and
 /// install_large_block_cache() (luong/util/large_block_cache.h).
 /// Returns the intra-op thread count.
 int configure_threads(int threads);
