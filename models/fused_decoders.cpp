@@ -10,6 +10,7 @@
 #include "decoder_stack.h"
 #include "luong/models/fused_attention.h"
 #include "luong/models/fused_recurrence.h"
+#include "luong/util/path_counts.h"
 
 namespace luong::models {
 namespace {
@@ -18,7 +19,6 @@ using cells::tanh_backward;
 using detail::BlockProducts;
 using detail::check_inputs;
 using detail::DecoderStack;
-using detail::rows_computed;
 using detail::to_lengths;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -214,7 +214,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
             next.mul_(step_rows(drop, t, B, first, n));
           }
         }
-        rows_computed += computed;
+        path_counts::add(path_counts::Path::kFusedRecurrentRows, computed);
       });
     });
     run.save(ctx);
@@ -282,7 +282,7 @@ struct LuongTeacherForcedFunction : torch::autograd::Function<LuongTeacherForced
           torch::Tensor d_attentional = d_attentional_rows.narrow(0, 0, n);
           step.mm_out(d_attentional, run.real.dgi[0].narrow(0, token, n), w_feed);
         }
-        rows_computed += computed;
+        path_counts::add(path_counts::Path::kFusedRecurrentRows, computed);
       });
     });
     // W_c's weight gradient among the whole-batch products.
@@ -333,7 +333,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
                              w_context_t);
           stack.forward_step<scalar_t>({products}, t, first, n, gi, gh);
         }
-        rows_computed += computed;
+        path_counts::add(path_counts::Path::kFusedRecurrentRows, computed);
       });
     });
     run.save(ctx);
@@ -373,7 +373,7 @@ struct BahdanauTeacherForcedFunction : torch::autograd::Function<BahdanauTeacher
                                             dquery, workspace);
           active.dh[stack.L - 1].add_(dquery);
         }
-        rows_computed += computed;
+        path_counts::add(path_counts::Path::kFusedRecurrentRows, computed);
       });
     });
     variable_list result = run.gradients(attention.contexts().narrow(2, 0, H), top.narrow(0, 0, T), {});

@@ -8,6 +8,7 @@
 #include "fused_recurrence_detail.h"
 #include "luong/models/matrix_products.h"
 #include "luong/models/step_buffers.h"
+#include "luong/util/path_counts.h"
 #include "recurrent_cells.h"
 
 namespace luong::models {
@@ -26,8 +27,6 @@ CellWeights CellWeights::of(const RecurrentLayers& layers, int64_t layer, int64_
 
 
 namespace detail {
-
-std::atomic<int64_t> rows_computed{0};
 
 void check_inputs(const torch::Tensor& lengths, int64_t batch, int64_t steps) {
   TORCH_CHECK(lengths.dim() == 1 && lengths.size(0) == batch, "fused recurrence: lengths must be [B]");
@@ -56,7 +55,6 @@ using cells::gates_forward;
 using cells::lstm_backward;
 using cells::lstm_forward;
 using detail::check_inputs;
-using detail::rows_computed;
 using detail::to_lengths;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -233,8 +231,8 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
     AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "fused_recurrent_layer", [&] {
       packed.for_lane_blocks(D, [&](int64_t d, int64_t block, int64_t first, int64_t rows) {
         const auto di = static_cast<std::size_t>(d);
-        rows_computed += forward_block<scalar_t>({packed, directions[di], products, lstm, d, D},
-                                                 {block, first, rows}, gi[di], bias_hh[di], w_hh_t[di], outputs);
+        path_counts::add(path_counts::Path::kFusedRecurrentRows, forward_block<scalar_t>({packed, directions[di], products, lstm, d, D},
+                                                 {block, first, rows}, gi[di], bias_hh[di], w_hh_t[di], outputs));
       });
     });
     ctx->saved_data["x"] = x_operand;
@@ -301,8 +299,8 @@ struct RecurrentLayerFunction : torch::autograd::Function<RecurrentLayerFunction
         const LaneBlock lane{block, first, rows};
         torch::Tensor dh = d_last[d].narrow(0, first, rows).clone();  // gradient of the state after slot k
         torch::Tensor dc = d_cell[d].narrow(0, first, rows).clone();
-        rows_computed += backward_block<scalar_t>({packed, directions[di], products, lstm, d, D}, lane, d_outputs,
-                                                  w_hh[di], dh, dc, dgi[di], dgh[di]);
+        path_counts::add(path_counts::Path::kFusedRecurrentRows, backward_block<scalar_t>({packed, directions[di], products, lstm, d, D}, lane, d_outputs,
+                                                  w_hh[di], dh, dc, dgi[di], dgh[di]));
       });
     });
     // The inputs' gradient is zero at padding (both directions' input products summed); the recurrent
@@ -346,7 +344,6 @@ FusedLayerOutput recurrent_layer(const torch::Tensor& x, const torch::Tensor& le
 
 }  // namespace
 
-int64_t fused_recurrent_rows_computed() { return detail::rows_computed.load(); }
 
 std::pair<torch::Tensor, torch::Tensor> fused_gru_sequence(const torch::Tensor& x, const torch::Tensor& lengths,
                                                            const GruWeights& gru) {

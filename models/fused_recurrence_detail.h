@@ -1,15 +1,12 @@
 #pragma once
 // What the fused recurrent layer (fused_recurrence.cpp) and the fused decoders (fused_decoders.cpp)
 // share besides the cells (recurrent_cells.h).
-#include <atomic>
 #include <vector>
 
 #include "luong/models/fused_recurrence.h"
+#include "luong/util/path_counts.h"
 
 namespace luong::models::detail {
-
-// The rows the fused kernels' time loops have computed in this process (fused_recurrent_rows_computed).
-extern std::atomic<int64_t> rows_computed;
 
 // Refuses lengths that are not [batch] or lie outside [0, steps].
 void check_inputs(const torch::Tensor& lengths, int64_t batch, int64_t steps);

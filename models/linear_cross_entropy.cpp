@@ -3,6 +3,7 @@
 #include "luong/models/matrix_products.h"
 #include "luong/models/row_exponentials.h"
 #include "luong/util/side_tasks.h"
+#include "luong/util/path_counts.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,8 +13,6 @@
 namespace luong::models {
 
 namespace {
-
-std::atomic<int64_t> deferred_gradients{0};
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
@@ -59,7 +58,7 @@ void defer_weight_gradient(const torch::Tensor& weight_leaf, const std::vector<t
   const int64_t V = bounds.back();
   torch::Tensor dweight = torch::empty({V, x_scaled.size(1)}, weight_leaf.options());
   const int64_t pieces = std::min<int64_t>(V, kDeferredPiecesPerThread * task_threads());
-  deferred_gradients.fetch_add(1, std::memory_order_relaxed);
+  path_counts::add(path_counts::Path::kDeferredWeightGradients);
   const bool deferred = defer_tasks(
       pieces,
       [=](int64_t piece) {
@@ -286,6 +285,5 @@ torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& 
                                            needs_grad)[0];
 }
 
-int64_t linear_cross_entropy_deferred_gradients() { return deferred_gradients.load(std::memory_order_relaxed); }
 
 }  // namespace luong::models

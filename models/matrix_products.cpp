@@ -1,4 +1,5 @@
 #include "luong/models/matrix_products.h"
+#include "luong/util/path_counts.h"
 
 #include <ATen/Config.h>
 #include <ATen/Parallel.h>
@@ -30,11 +31,6 @@ std::atomic<Float32Products>& current_choice() {
   static std::atomic<Float32Products> choice{Float32Products::kAuto};
   return choice;
 }
-
-std::atomic<int64_t> onednn_products{0};
-std::atomic<int64_t> panel_products{0};
-std::atomic<int64_t> products_dealt{0};
-std::atomic<int64_t> bf16_library_products{0};
 
 std::atomic<bool>& panels_enabled() {
   static std::atomic<bool> enabled{true};
@@ -91,8 +87,6 @@ bool onednn_float32_available() {
   return available;
 }
 
-int64_t onednn_float32_products_run() { return onednn_products.load(std::memory_order_relaxed); }
-
 bool panel_products_enabled() { return panels_enabled().load(std::memory_order_relaxed); }
 
 void set_panel_products_enabled(bool enabled) { panels_enabled().store(enabled, std::memory_order_relaxed); }
@@ -110,12 +104,6 @@ Bf16PanelKernel bf16_panel_kernel() {
 }
 
 void set_amx_panels_enabled(bool enabled) { amx_panels_enabled().store(enabled, std::memory_order_relaxed); }
-
-int64_t panel_products_run() { return panel_products.load(std::memory_order_relaxed); }
-
-int64_t products_dealt_run() { return products_dealt.load(std::memory_order_relaxed); }
-
-int64_t bf16_library_products_run() { return bf16_library_products.load(std::memory_order_relaxed); }
 
 PanelOperand::PanelOperand(const torch::Tensor& b, bool bf16) : matrix_(b) {
   if (!panel_products_enabled() || b.dim() != 2 || !b.device().is_cpu() || b.numel() == 0) return;
@@ -196,7 +184,7 @@ bool PanelOperand::multiply(const torch::Tensor& out, const torch::Tensor& a, co
   } else if (m > 0) {
     rows(0, m);
   }
-  panel_products.fetch_add(1, std::memory_order_relaxed);
+  path_counts::add(path_counts::Path::kPanelProducts);
   return true;
 }
 
@@ -210,12 +198,10 @@ std::atomic<bool>& step_teams_switch() {
   static std::atomic<bool> enabled{true};
   return enabled;
 }
-std::atomic<int64_t> step_team_products{0};
 }  // namespace
 
 bool step_teams_enabled() { return step_teams_switch().load(std::memory_order_relaxed); }
 void set_step_teams_enabled(bool enabled) { step_teams_switch().store(enabled, std::memory_order_relaxed); }
-int64_t step_team_products_run() { return step_team_products.load(std::memory_order_relaxed); }
 
 bool StepTeam::takes(const MatrixProducts& products) {
   return products.bf16 && step_teams_enabled() && MatrixProducts::bf16_panels_take_products() &&
@@ -253,7 +239,7 @@ void StepTeam::product(int member, const torch::Tensor& out, const torch::Tensor
   const int64_t panel_count = (b.columns() + 47) / 48, half = (panel_count + 1) / 2;
   const int64_t first = member == 0 ? 0 : half, last = member == 0 ? half : panel_count;
   amx_panel_product_of_two_blocks(blocks_, a.size(1), panels, b.columns(), first, last);
-  if (member == 0) step_team_products.fetch_add(1, std::memory_order_relaxed);
+  if (member == 0) path_counts::add(path_counts::Path::kStepTeamProducts);
   meet(member);  // both halves are written, and neither member's rows are read any more
 }
 
@@ -286,14 +272,14 @@ bool use_onednn(const torch::Tensor& a, const torch::Tensor& b, const torch::Ten
 }
 
 torch::Tensor library_bf16_mm(const torch::Tensor& a, const torch::Tensor& b) {
-  bf16_library_products.fetch_add(1, std::memory_order_relaxed);
+  path_counts::add(path_counts::Path::kBf16LibraryProducts);
   return to_bf16(a).mm(to_bf16(b));
 }
 
 void onednn_mm(const torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b, bool accumulate) {
 #if AT_MKLDNN_ENABLED()
   at::native::mkldnn_matmul(a, b, out, accumulate ? 1.0f : 0.0f, 1.0f);
-  onednn_products.fetch_add(1, std::memory_order_relaxed);
+  path_counts::add(path_counts::Path::kOneDnnFloat32Products);
 #else
   (void)out, (void)a, (void)b, (void)accumulate;
   throw Error("this LibTorch was built without oneDNN");
@@ -384,7 +370,7 @@ std::vector<torch::Tensor> MatrixProducts::mm_each(const std::vector<Factors>& f
   run_tasks(static_cast<int64_t>(dealt.size()), [&](int64_t t) {
     for (const std::size_t i : dealt[static_cast<std::size_t>(t)]) multiply(i);
   });
-  products_dealt.fetch_add(static_cast<int64_t>(factors.size()), std::memory_order_relaxed);
+  path_counts::add(path_counts::Path::kProductsDealt, static_cast<int64_t>(factors.size()));
   return out;
 }
 

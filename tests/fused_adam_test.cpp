@@ -6,6 +6,7 @@
 
 #include "luong/training/fused_adam.h"
 #include "luong/training/train_step.h"
+#include "luong/util/path_counts.h"
 
 namespace luong::training {
 namespace {
@@ -197,9 +198,9 @@ TEST(GradientNormTest, ChunksSideBySideSumAsEachAlone) {
     std::vector<torch::Tensor> params = {torch::zeros({65536}, dtype), torch::zeros({256, 256}, dtype),
                                          torch::zeros({65536}, dtype), torch::zeros({1007}, dtype)};
     for (torch::Tensor& p : params) p.mutable_grad() = torch::randn_like(p) * 0.37;
-    const int64_t before = gradient_chunks_summed_side_by_side();
+    const int64_t before = path_counts::read(path_counts::Path::kGradientChunksSideBySide);
     const std::optional<double> together = gradient_squares_sum(params);
-    EXPECT_EQ(gradient_chunks_summed_side_by_side() - before, 4);
+    EXPECT_EQ(path_counts::read(path_counts::Path::kGradientChunksSideBySide) - before, 4);
     double alone = 0;
     for (const torch::Tensor& p : params) alone += *gradient_squares_sum({p});
     ASSERT_TRUE(together.has_value());
@@ -214,9 +215,9 @@ TEST(GradientNormTest, ChunksSideBySideSumAsEachAlone) {
   std::vector<torch::Tensor> mixed = {torch::zeros({100}, torch::kDouble), torch::zeros({100}, torch::kFloat),
                                       torch::zeros({100}, torch::kDouble), torch::zeros({100}, torch::kDouble)};
   for (torch::Tensor& p : mixed) p.mutable_grad() = torch::full_like(p, 0.5);
-  const int64_t before = gradient_chunks_summed_side_by_side();
+  const int64_t before = path_counts::read(path_counts::Path::kGradientChunksSideBySide);
   EXPECT_EQ(*gradient_squares_sum(mixed), 100.0);
-  EXPECT_EQ(gradient_chunks_summed_side_by_side(), before);
+  EXPECT_EQ(path_counts::read(path_counts::Path::kGradientChunksSideBySide), before);
 }
 
 TEST(FusedAdamCheckpointTest, StateLoadsIntoAdamAndBack) {

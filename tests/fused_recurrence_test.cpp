@@ -20,6 +20,7 @@
 #include "luong/models/precision.h"
 #include "luong/models/predictive_alignment_attention.h"
 #include "luong/models/seq2seq.h"
+#include "luong/util/path_counts.h"
 
 namespace luong::models {
 namespace {
@@ -249,7 +250,7 @@ TEST_P(FusedRecurrenceTest, OneDnnFloat32ProductsMatchTheModulePath) {
   const LossAndGradients modules = run(model, false, batch);
   const Float32Products before = float32_products();
   set_float32_products(Float32Products::kOneDnn);
-  const int64_t products_before = onednn_float32_products_run();
+  const int64_t products_before = path_counts::read(path_counts::Path::kOneDnnFloat32Products);
   strided_float32_products = 0;
   const auto handle = at::addGlobalCallback(
       at::RecordFunctionCallback([](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
@@ -265,7 +266,7 @@ TEST_P(FusedRecurrenceTest, OneDnnFloat32ProductsMatchTheModulePath) {
       }).needsInputs(true));
   const LossAndGradients fused = run(model, true, batch);
   at::removeCallback(handle);
-  const int64_t products = onednn_float32_products_run() - products_before;
+  const int64_t products = path_counts::read(path_counts::Path::kOneDnnFloat32Products) - products_before;
   set_float32_products(before);
   EXPECT_GT(products, 0) << "no product ran in oneDNN";
   // oneDNN would copy such an operand per product, so MatrixProducts leaves it to MKL; the Luong
@@ -289,13 +290,13 @@ TEST_P(FusedRecurrenceTest, PanelProductsMatchTheModulePathAndTheLibraries) {
   const LossAndGradients modules = run(model, false, batch);
   const bool before = panel_products_enabled();
   set_panel_products_enabled(false);
-  const int64_t off_before = panel_products_run();
+  const int64_t off_before = path_counts::read(path_counts::Path::kPanelProducts);
   const LossAndGradients library = run(model, true, batch);
-  EXPECT_EQ(panel_products_run(), off_before) << "a product ran in panels with the panels off";
+  EXPECT_EQ(path_counts::read(path_counts::Path::kPanelProducts), off_before) << "a product ran in panels with the panels off";
   set_panel_products_enabled(true);
-  const int64_t on_before = panel_products_run();
+  const int64_t on_before = path_counts::read(path_counts::Path::kPanelProducts);
   const LossAndGradients panels = run(model, true, batch);
-  const int64_t products = panel_products_run() - on_before;
+  const int64_t products = path_counts::read(path_counts::Path::kPanelProducts) - on_before;
   set_panel_products_enabled(before);
   EXPECT_GT(products, 0) << "no product ran in panels";
   expect_within_float_rounding(panels, modules);
@@ -321,13 +322,13 @@ TEST(MatrixProductsTest, OneDnnEqualsMklForEveryOperation) {
   };
   const Float32Products before = float32_products();
   const std::vector<torch::Tensor> mkl = all(Float32Products::kMkl);
-  const int64_t products_before = onednn_float32_products_run();
+  const int64_t products_before = path_counts::read(path_counts::Path::kOneDnnFloat32Products);
   const std::vector<torch::Tensor> onednn = all(Float32Products::kOneDnn);
-  EXPECT_EQ(onednn_float32_products_run() - products_before, 6);
+  EXPECT_EQ(path_counts::read(path_counts::Path::kOneDnnFloat32Products) - products_before, 6);
   set_float32_products(Float32Products::kAuto);
-  const int64_t auto_before = onednn_float32_products_run();
+  const int64_t auto_before = path_counts::read(path_counts::Path::kOneDnnFloat32Products);
   const torch::Tensor small = MatrixProducts{}.mm(a, b);  // 48 x 160 x 96: 0.7 million multiply-adds
-  EXPECT_EQ(onednn_float32_products_run(), auto_before);
+  EXPECT_EQ(path_counts::read(path_counts::Path::kOneDnnFloat32Products), auto_before);
   EXPECT_TRUE(torch::equal(small, mkl[0]));
   set_float32_products(before);
   for (std::size_t i = 0; i < mkl.size(); ++i) {
@@ -358,11 +359,11 @@ TEST(MatrixProductsTest, LinearThroughProductsEqualsTorchLinear) {
   };
   const Float32Products before = float32_products();
   for (const bool with_bias : {true, false}) {
-    const int64_t start = onednn_float32_products_run();
+    const int64_t start = path_counts::read(path_counts::Path::kOneDnnFloat32Products);
     const Result mkl = run(Float32Products::kMkl, with_bias);
-    EXPECT_EQ(onednn_float32_products_run(), start) << "MKL's choice ran a oneDNN product";
+    EXPECT_EQ(path_counts::read(path_counts::Path::kOneDnnFloat32Products), start) << "MKL's choice ran a oneDNN product";
     const Result onednn = run(Float32Products::kOneDnn, with_bias);
-    EXPECT_EQ(onednn_float32_products_run() - start, 3) << "forward and both backward products in oneDNN";
+    EXPECT_EQ(path_counts::read(path_counts::Path::kOneDnnFloat32Products) - start, 3) << "forward and both backward products in oneDNN";
     ASSERT_EQ(onednn.y.sizes(), torch::IntArrayRef({4, 7, 96}));
     EXPECT_TRUE(torch::allclose(onednn.y, mkl.y, 1e-5, 1e-4));
     EXPECT_TRUE(torch::allclose(onednn.dx, mkl.dx, 1e-5, 1e-4));
@@ -407,10 +408,10 @@ TEST_P(FusedRecurrenceTest, Bf16StaysCloseToFloat32AndTheModulePath) {
         }
         return nullptr;
       }).needsInputs(true));
-  const int64_t panels_before = panel_products_run(), library_before = bf16_library_products_run();
+  const int64_t panels_before = path_counts::read(path_counts::Path::kPanelProducts), library_before = path_counts::read(path_counts::Path::kBf16LibraryProducts);
   const LossAndGradients fused16 = run(model, true, batch, Precision::kBFloat16);
-  const int64_t bf16_panel_products = panel_products_run() - panels_before;
-  const int64_t library_products = bf16_library_products_run() - library_before;
+  const int64_t bf16_panel_products = path_counts::read(path_counts::Path::kPanelProducts) - panels_before;
+  const int64_t library_products = path_counts::read(path_counts::Path::kBf16LibraryProducts) - library_before;
   const int fused_products = bf16_products_seen.exchange(0);
   const LossAndGradients modules16 = run(model, false, batch, Precision::kBFloat16);
   at::removeCallback(handle);
@@ -468,13 +469,13 @@ TEST_P(FusedRecurrenceTest, Bf16StepTeamsEqualEachBlockAlone) {
   torch::set_num_threads(2);
   const bool teams_before = step_teams_enabled();
   set_step_teams_enabled(false);
-  const int64_t before_alone = step_team_products_run();
+  const int64_t before_alone = path_counts::read(path_counts::Path::kStepTeamProducts);
   const LossAndGradients alone = run(model, true, batch, Precision::kBFloat16);
-  const int64_t during_alone = step_team_products_run() - before_alone;
+  const int64_t during_alone = path_counts::read(path_counts::Path::kStepTeamProducts) - before_alone;
   set_step_teams_enabled(true);
-  const int64_t before_teams = step_team_products_run();
+  const int64_t before_teams = path_counts::read(path_counts::Path::kStepTeamProducts);
   const LossAndGradients teams = run(model, true, batch, Precision::kBFloat16);
-  const int64_t during_teams = step_team_products_run() - before_teams;
+  const int64_t during_teams = path_counts::read(path_counts::Path::kStepTeamProducts) - before_teams;
   set_step_teams_enabled(teams_before);
   torch::set_num_threads(threads_before);
   EXPECT_EQ(during_alone, 0);
@@ -565,11 +566,11 @@ TEST(FusedPaddingTest, ManyRowsOnThreeThreadsSkipThePaddingAndMatchTheModulePath
     Seq2Seq model = make_model(c, torch::kDouble);
     torch::manual_seed(30);
     const Batch b = random_batch(26);
-    const int64_t before = fused_recurrent_rows_computed();
+    const int64_t before = path_counts::read(path_counts::Path::kFusedRecurrentRows);
     const LossAndGradients fused = run(model, true, b);
     const int64_t encoder_runs = c.layers * (c.bidirectional ? 2 : 1);
     const int64_t target_tokens = b.dec_tgt.ne(0).sum().item<int64_t>();
-    EXPECT_EQ(fused_recurrent_rows_computed() - before,
+    EXPECT_EQ(path_counts::read(path_counts::Path::kFusedRecurrentRows) - before,
               2 * (encoder_runs * b.lengths.sum().item<int64_t>() + target_tokens))
         << c.name << ": of " << 2 * (encoder_runs * 26 * 9 + 26 * 7) << " padded";
     const LossAndGradients modules = run(model, false, b);
@@ -889,7 +890,7 @@ TEST(FusedGruSequenceTest, SkipsPaddingAcrossRowBlocksAndEqualsPackedModules) {
       auto [expected, state] = layers.sequence(x, lengths);
       const std::vector<torch::Tensor> expected_gradients =
           torch::autograd::grad({(expected * probe).sum() + (state.hidden * state_probe).sum()}, inputs);
-      const int64_t before = fused_recurrent_rows_computed();
+      const int64_t before = path_counts::read(path_counts::Path::kFusedRecurrentRows);
       torch::Tensor fused, fused_hidden;
       if (run.one_node) {
         const FusedLayerOutput out = fused_bidirectional_layer(x, lengths, CellWeights::of(layers, 0, 0),
@@ -908,12 +909,12 @@ TEST(FusedGruSequenceTest, SkipsPaddingAcrossRowBlocksAndEqualsPackedModules) {
         fused_hidden = torch::stack(hidden);
       }
       const int64_t tokens = lengths.sum().item<int64_t>();
-      EXPECT_EQ(fused_recurrent_rows_computed() - before, 2 * tokens);  // of B * S = 234 rows per direction
+      EXPECT_EQ(path_counts::read(path_counts::Path::kFusedRecurrentRows) - before, 2 * tokens);  // of B * S = 234 rows per direction
       EXPECT_LE((fused - expected).abs().max().item<double>(), 1e-14);
       EXPECT_LE((fused_hidden - state.hidden).abs().max().item<double>(), 1e-14);
       const std::vector<torch::Tensor> fused_gradients =
           torch::autograd::grad({(fused * probe).sum() + (fused_hidden * state_probe).sum()}, inputs);
-      EXPECT_EQ(fused_recurrent_rows_computed() - before, 4 * tokens);
+      EXPECT_EQ(path_counts::read(path_counts::Path::kFusedRecurrentRows) - before, 4 * tokens);
       for (std::size_t i = 0; i < inputs.size(); ++i) {
         const double scale = expected_gradients[i].abs().max().item<double>();
         EXPECT_GT(scale, 0.0) << i;
@@ -930,9 +931,9 @@ TEST(FusedGruSequenceTest, EmptySequenceStaysZero) {
   torch::manual_seed(4);
   torch::nn::GRU gru(torch::nn::GRUOptions(3, 4).batch_first(true));
   const torch::Tensor x = torch::randn({2, 4, 3});
-  const int64_t before = fused_recurrent_rows_computed();
+  const int64_t before = path_counts::read(path_counts::Path::kFusedRecurrentRows);
   auto [outputs, last] = fused_gru_sequence(x, torch::tensor({3, 0}, torch::kLong), GruWeights::of(gru));
-  EXPECT_EQ(fused_recurrent_rows_computed() - before, 3);
+  EXPECT_EQ(path_counts::read(path_counts::Path::kFusedRecurrentRows) - before, 3);
   EXPECT_EQ(outputs[1].abs().max().item<float>(), 0.0F);
   EXPECT_EQ(last[1].abs().max().item<float>(), 0.0F);
   EXPECT_GT(last[0].abs().max().item<float>(), 0.0F);

@@ -5,6 +5,7 @@
 #include "luong/models/linear_cross_entropy.h"
 #include "luong/models/matrix_products.h"
 #include "luong/util/large_block_cache.h"
+#include "luong/util/path_counts.h"
 
 namespace luong::models {
 namespace {
@@ -86,9 +87,9 @@ int64_t check_float32_panels(int64_t N, int64_t H, int64_t V) {
   set_panel_products_enabled(false);
   const std::vector<torch::Tensor> library = run(torch::kFloat);
   set_panel_products_enabled(true);
-  const int64_t panels_before = panel_products_run();
+  const int64_t panels_before = path_counts::read(path_counts::Path::kPanelProducts);
   const std::vector<torch::Tensor> panels = run(torch::kFloat);
-  const int64_t ran = panel_products_run() - panels_before;
+  const int64_t ran = path_counts::read(path_counts::Path::kPanelProducts) - panels_before;
   set_panel_products_enabled(before);
   const std::vector<torch::Tensor> reference = run(torch::kDouble);
   for (std::size_t i = 0; i < panels.size(); ++i) {

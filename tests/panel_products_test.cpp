@@ -12,6 +12,7 @@
 
 #include "luong/models/matrix_products.h"
 #include "luong/models/panel_products.h"
+#include "luong/util/path_counts.h"
 #include "product_operations.h"
 
 namespace luong::models {
@@ -239,9 +240,9 @@ TEST(PanelProductsTest, StepOperationsEqualTheLibrarys) {
   };
   const bool before = panel_products_enabled();
   const std::vector<torch::Tensor> library = all(false);
-  const int64_t run_before = panel_products_run();
+  const int64_t run_before = path_counts::read(path_counts::Path::kPanelProducts);
   const std::vector<torch::Tensor> panels = all(true);
-  EXPECT_EQ(panel_products_run() - run_before, 4);
+  EXPECT_EQ(path_counts::read(path_counts::Path::kPanelProducts) - run_before, 4);
   set_panel_products_enabled(before);
   for (std::size_t i = 0; i < library.size(); ++i) {
     EXPECT_TRUE(torch::allclose(panels[i], library[i], 1e-5, 1e-4)) << "operation " << i;
@@ -274,9 +275,9 @@ TEST(PanelProductsTest, Bf16StepOperationsBeatTheLibrarysRounding) {
   }
   ASSERT_TRUE(panel_operand.in_panels());
   torch::Tensor panels = torch::empty({19, 100});
-  const int64_t run_before = panel_products_run();
+  const int64_t run_before = path_counts::read(path_counts::Path::kPanelProducts);
   products.addmm_out(panels, bias, a, panel_operand);
-  EXPECT_EQ(panel_products_run() - run_before, 1);
+  EXPECT_EQ(path_counts::read(path_counts::Path::kPanelProducts) - run_before, 1);
   const double panel_error = (panels.to(torch::kDouble) - exact).abs().max().item<double>();
   const double library_error = (library.to(torch::kDouble) - exact).abs().max().item<double>();
   std::printf("  largest error against the double product: bf16 panels %.3e, library %.3e\n", panel_error, library_error);
@@ -301,7 +302,7 @@ TEST(PanelProductsTest, Bf16WholeBatchProductsRunInPanelsOverTheThreads) {
   set_panel_products_enabled(true);
   const int threads = torch::get_num_threads();
   torch::set_num_threads(3);
-  const int64_t run_before = panel_products_run();
+  const int64_t run_before = path_counts::read(path_counts::Path::kPanelProducts);
   torch::Tensor added = start.clone(), into = torch::empty({300, 100}), biased = torch::empty({300, 100});
   products.add_mm_(added, x, weight.t());
   products.mm_out(into, x, weight.t());
@@ -315,7 +316,7 @@ TEST(PanelProductsTest, Bf16WholeBatchProductsRunInPanelsOverTheThreads) {
       {added, start.to(torch::kDouble) + rounded(x).mm(rounded(weight).t())},
       {into, rounded(x).mm(rounded(weight).t())},
       {biased, rounded(x).mm(rounded(weight).t()) + bias.to(torch::kDouble)}};
-  EXPECT_EQ(panel_products_run() - run_before, static_cast<int64_t>(cases.size()));
+  EXPECT_EQ(path_counts::read(path_counts::Path::kPanelProducts) - run_before, static_cast<int64_t>(cases.size()));
   torch::set_num_threads(threads);
   set_panel_products_enabled(before);
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -348,9 +349,9 @@ TEST(PanelProductsTest, ProductsDealtToThreadsEqualEachProductAlone) {
       const MatrixProducts products{bf16};
       for (const int t : {3, 2, 1}) {
         torch::set_num_threads(t);
-        const int64_t dealt_before = products_dealt_run();
+        const int64_t dealt_before = path_counts::read(path_counts::Path::kProductsDealt);
         const std::vector<torch::Tensor> dealt = products.mm_each(factors);
-        EXPECT_EQ(products_dealt_run() - dealt_before, t > 1 ? 5 : 0) << t << " threads";
+        EXPECT_EQ(path_counts::read(path_counts::Path::kProductsDealt) - dealt_before, t > 1 ? 5 : 0) << t << " threads";
         torch::set_num_threads(1);  // each product alone as the dealt ones ran: on one thread
         // The same products, the second and third written into the two column slices of one tensor
         // (as the decoders' layer-0 input-weight gradient), the others into fresh ones.
@@ -376,11 +377,11 @@ TEST(PanelProductsTest, ProductsDealtToThreadsEqualEachProductAlone) {
     }
   }
   torch::set_num_threads(2);
-  const int64_t before = products_dealt_run();
+  const int64_t before = path_counts::read(path_counts::Path::kProductsDealt);
   const torch::Tensor big = torch::randn({256, 256});
   const std::vector<torch::Tensor> one = MatrixProducts{}.mm_each({{big, big}});
   const std::vector<torch::Tensor> large = MatrixProducts{}.mm_each({{big, big}, {big.narrow(0, 0, 255), big}});
-  EXPECT_EQ(products_dealt_run(), before);
+  EXPECT_EQ(path_counts::read(path_counts::Path::kProductsDealt), before);
   EXPECT_TRUE(torch::equal(one[0], MatrixProducts{}.mm(big, big)));
   EXPECT_TRUE(torch::equal(large[1], MatrixProducts{}.mm(big.narrow(0, 0, 255), big)));
   torch::set_num_threads(threads);
@@ -458,10 +459,10 @@ TEST(PanelProductsTest, Bf16StepOperationsOnAmxEqualAvx512Bf16s) {
     EXPECT_EQ(b.bf16_kernel(), amx ? Bf16PanelKernel::kAmx : Bf16PanelKernel::kAvx512Bf16);
     return test::in_place_operations(products, a, b, bias, start);
   };
-  const int64_t run_before = panel_products_run();
+  const int64_t run_before = path_counts::read(path_counts::Path::kPanelProducts);
   const std::vector<torch::Tensor> avx512 = all(false);
   const std::vector<torch::Tensor> amx = all(true);
-  EXPECT_EQ(panel_products_run() - run_before, 8);
+  EXPECT_EQ(path_counts::read(path_counts::Path::kPanelProducts) - run_before, 8);
   for (std::size_t i = 0; i < avx512.size(); ++i) {
     const double difference = (amx[i] - avx512[i]).abs().max().item<double>();
     // sums of 512 exact products of magnitude about 1, in float32: a few 2^-24 relative of about 25
@@ -477,11 +478,11 @@ TEST(PanelProductsTest, ProductRatesTimeBothKernelsInPanels) {
   torch::manual_seed(5);
   const torch::Tensor expected_draw = torch::rand({4});
   torch::manual_seed(5);
-  const int64_t run_before = panel_products_run();
+  const int64_t run_before = path_counts::read(path_counts::Path::kPanelProducts);
   const std::optional<PanelProductRates> rates = measure_panel_product_rates(16, 64, 192, 0.005);
   ASSERT_TRUE(rates.has_value());
   EXPECT_TRUE(torch::equal(torch::rand({4}), expected_draw)) << "the measurement drew from the generator";
-  EXPECT_GE(panel_products_run() - run_before, 4);  // a first call and at least one timed, each kernel
+  EXPECT_GE(path_counts::read(path_counts::Path::kPanelProducts) - run_before, 4);  // a first call and at least one timed, each kernel
   std::printf("  [16, 64] x [64, 192]: float32 %.1f, bf16 %.1f GFLOP/s\n", rates->float32, rates->bf16);
   for (const double rate : {rates->float32, rates->bf16}) {
     EXPECT_GT(rate, 0.1);

@@ -16,6 +16,7 @@
 #include "luong/models/linear_cross_entropy.h"
 #include "luong/models/seq2seq.h"
 #include "luong/training/train_step.h"
+#include "luong/util/path_counts.h"
 
 namespace luong {
 namespace {
@@ -40,7 +41,7 @@ TEST(SideTasksTest, HandedOutTasksRunOnceEachAndASideThreadTakesThem) {
   std::vector<std::atomic<int>> runs(7);
   std::atomic<bool> second_started{false};
   std::thread::id second_thread;
-  const int64_t side_before = side_tasks_run();
+  const int64_t side_before = path_counts::read(path_counts::Path::kSideTasks);
   EXPECT_FALSE(side_tasks_active());
   run_with_side_tasks(2, [&] {
     EXPECT_TRUE(side_tasks_active());
@@ -63,7 +64,7 @@ TEST(SideTasksTest, HandedOutTasksRunOnceEachAndASideThreadTakesThem) {
   for (const std::atomic<int>& count : runs) EXPECT_EQ(count.load(), 1);
   ASSERT_TRUE(second_started.load());
   EXPECT_NE(second_thread, caller);
-  EXPECT_GE(side_tasks_run() - side_before, 1);
+  EXPECT_GE(path_counts::read(path_counts::Path::kSideTasks) - side_before, 1);
 }
 
 TEST(SideTasksTest, DeferredTasksRunBeforeTheReturnAndTheirThensInOrderOnTheCaller) {
@@ -172,14 +173,14 @@ TEST(OverlappedBackwardTest, AStepWithSideThreadsComputesWhatTheStepWithoutThemD
         EXPECT_FALSE(step.overlaps_backward());
         model->set_fused(true);
       }
-      const int64_t deferred_before = models::linear_cross_entropy_deferred_gradients();
+      const int64_t deferred_before = path_counts::read(path_counts::Path::kDeferredWeightGradients);
       const training::TrainStep::Result a = step.run(first, false);
       const training::TrainStep::Result b = step.run(second, false);
       ASSERT_TRUE(b.applied);
       losses.push_back(a.loss.item<double>() + b.loss.item<double>());
       // (which thread took the pieces depends on the machine's load; SideTasksTest.HandedOutTasks...
       // shows that a side thread takes them)
-      EXPECT_EQ(models::linear_cross_entropy_deferred_gradients() - deferred_before, overlap ? 2 : 0) << tied;
+      EXPECT_EQ(path_counts::read(path_counts::Path::kDeferredWeightGradients) - deferred_before, overlap ? 2 : 0) << tied;
       std::vector<torch::Tensor> parameters;
       for (const torch::Tensor& p : model->parameters()) parameters.push_back(p.detach().clone());
       trained.push_back(parameters);

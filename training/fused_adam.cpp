@@ -1,6 +1,7 @@
 #include "luong/training/fused_adam.h"
 
 #include "luong/util/target_clones.h"
+#include "luong/util/path_counts.h"
 
 #include <ATen/Parallel.h>
 #include <ATen/ops/_fused_adam.h>
@@ -116,7 +117,6 @@ LUONG_ADAM_CLONES void squares_sums_double(const double* const* x, const int64_t
   squares_sums_of(x, n, count, out);
 }
 
-std::atomic<int64_t> chunks_side_by_side{0};
 
 bool fusable(const torch::Tensor& p) {
   return p.device().is_cpu() && p.layout() == torch::kStrided && p.is_contiguous() &&
@@ -211,7 +211,7 @@ std::optional<double> gradient_squares_sum(const std::vector<torch::Tensor>& par
       for (int k = 0; k < count; ++k) x[k] = static_cast<const double*>(chunk_data[first + k]);
       squares_sums_double(x.data(), &chunk_count[first], count, &sums[first]);
     }
-    if (count == kArraysSideBySide) chunks_side_by_side.fetch_add(count, std::memory_order_relaxed);
+    if (count == kArraysSideBySide) path_counts::add(path_counts::Path::kGradientChunksSideBySide, count);
   };
   at::parallel_for(0, (chunks + kArraysSideBySide - 1) / kArraysSideBySide, 1, [&](int64_t begin, int64_t end) {
     for (int64_t group = begin; group < end; ++group) {
@@ -231,7 +231,6 @@ std::optional<double> gradient_squares_sum(const std::vector<torch::Tensor>& par
   return total;
 }
 
-int64_t gradient_chunks_summed_side_by_side() { return chunks_side_by_side.load(std::memory_order_relaxed); }
 
 torch::optim::AdamParamState& FusedAdam::state_of(const torch::Tensor& p, bool amsgrad) {
   auto& states = state();

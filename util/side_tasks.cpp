@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "luong/util/spin_wait.h"
+#include "luong/util/path_counts.h"
 
 namespace luong {
 
@@ -45,7 +46,6 @@ struct Team {
 };
 
 thread_local Team* current_team = nullptr;  // set on run_with_side_tasks's thread only
-std::atomic<int64_t> run_by_side_threads{0};
 
 bool claim(Task& task) {
   int expected = kQueued;
@@ -108,7 +108,7 @@ void serve(Team& team) {
   for (SpinWait wait;; wait()) {
     if (const std::shared_ptr<Task> task = take(team)) {
       execute(team, *task);
-      run_by_side_threads.fetch_add(1, std::memory_order_relaxed);
+      path_counts::add(path_counts::Path::kSideTasks);
       wait.reset();
       continue;
     }
@@ -203,6 +203,5 @@ bool defer_tasks(int64_t count, std::function<void(int64_t)> body, std::function
   return true;
 }
 
-int64_t side_tasks_run() { return run_by_side_threads.load(std::memory_order_relaxed); }
 
 }  // namespace luong

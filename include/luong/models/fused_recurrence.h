@@ -56,10 +56,6 @@ FusedLayerOutput fused_recurrent_layer(const torch::Tensor& x, const torch::Tens
 FusedLayerOutput fused_bidirectional_layer(const torch::Tensor& x, const torch::Tensor& lengths,
                                            const CellWeights& forwards, const CellWeights& backwards, bool lstm);
 
-/// The batch rows that the fused recurrences' steps have run, forward and backward, since the process
-/// started. They run real tokens only (models/step_buffers.h, PackedRows): a test or benchmark reads
-/// this to see that the padding was skipped.
-int64_t fused_recurrent_rows_computed();
 
 /// The LuongDecoder's teacher-forced recurrence, L stacked GRU or LSTM layers:
 ///   h^1_t = RNN_1([e_t; h~_{t-1}], h^1_{t-1}),  h^l_t = RNN_l(h^{l-1}_t * m^{l-1}_t, h^l_{t-1}),  h~_0 = 0

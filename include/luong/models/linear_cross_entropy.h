@@ -17,8 +17,4 @@ namespace luong::models {
 torch::Tensor linear_cross_entropy(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                                    const torch::Tensor& targets, double label_smoothing = 0);
 
-/// Backward passes, since the process started, that left the weight's gradient to side threads: a
-/// test reads this to see that the deferred path ran.
-int64_t linear_cross_entropy_deferred_gradients();
-
 }  // namespace luong::models

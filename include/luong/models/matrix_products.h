@@ -35,8 +35,6 @@ bool onednn_float32_is_faster_here();
 /// Whether LibTorch's oneDNN product runs here at all: its matmul helper refuses processors without
 /// AVX-512 BW, VL and DQ (an AVX2-only one), whatever the dtype. `onednn` then falls back to MKL.
 bool onednn_float32_available();
-/// The float32 products oneDNN has run in this process (for tests and benchmarks to see it ran).
-int64_t onednn_float32_products_run();
 
 namespace detail {
 /// Whether the current choice sends a float32 [m, k] x [k, n] product to oneDNN.
@@ -67,14 +65,9 @@ void set_panel_products_enabled(bool enabled);
 /// panels are turned off (--panel-products no-amx, or set_amx_panels_enabled(false)).
 Bf16PanelKernel bf16_panel_kernel();
 void set_amx_panels_enabled(bool enabled);
-/// The products run in panels in this process (for tests and benchmarks to see that they ran).
-int64_t panel_products_run();
-/// The products MatrixProducts::mm_each has dealt out to threads in this process (as above).
-int64_t products_dealt_run();
-/// The bf16 products LibTorch's bf16 product has run in this process (as above): where a bf16 panel
-/// kernel is here, a training step's products run none (the fused kernels hand the products float32
-/// a operands, which the panels round as they go).
-int64_t bf16_library_products_run();
+// Where a bf16 panel kernel is here, a training step leaves no bf16 product to the libraries (the
+// fused kernels hand the products float32 a operands, which the panels round as they go): the tests
+// read path_counts' kBf16LibraryProducts.
 
 /// The right operand b [K, N] of a fused kernel's products against one weight (each step's, or the
 /// loss's output projection with its bias as the sums' start): laid out in panels once per kernel
@@ -150,11 +143,9 @@ class StepTeam {
   int64_t passed_[kMembers] = {};
 };
 /// Whether decoders' steps make their products in StepTeams where they can (the runtime option
-/// --no-step-teams turns them off; the tests compare both ways), and the products made so in this
-/// process.
+/// --no-step-teams turns them off; the tests compare both ways).
 bool step_teams_enabled();
 void set_step_teams_enabled(bool enabled);
-int64_t step_team_products_run();
 
 /// The two factors of a product a b.
 using Factors = std::pair<torch::Tensor, torch::Tensor>;

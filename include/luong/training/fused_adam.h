@@ -27,9 +27,6 @@ void scale_gradients(const std::vector<torch::Tensor>& parameters, const torch::
 /// gradient is a dense, contiguous float/double CPU tensor; nullopt otherwise. LibTorch's norm per
 /// gradient is a parallel region each, one per parameter tensor.
 std::optional<double> gradient_squares_sum(const std::vector<torch::Tensor>& parameters);
-/// Chunks that gradient_squares_sum summed four side by side, since the process started: what a test
-/// reads to see that path taken.
-int64_t gradient_chunks_summed_side_by_side();
 
 class FusedAdam : public torch::optim::Adam {
  public:

@@ -37,8 +37,4 @@ void run_tasks(int64_t count, const std::function<void(int64_t)>& body);
 /// after all of them, on run_with_side_tasks's thread. Returns false and runs nothing elsewhere.
 bool defer_tasks(int64_t count, std::function<void(int64_t)> body, std::function<void()> then);
 
-/// Tasks (handed out or deferred) that a side thread ran, since the process started: what a test
-/// reads to see the work overlapped.
-int64_t side_tasks_run();
-
 }  // namespace luong
