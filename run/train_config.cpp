@@ -32,13 +32,7 @@ torch::ScalarType TrainConfig::scalar_type() const {
   return dtype == DType::kFloat64 ? torch::kFloat64 : torch::kFloat32;
 }
 
-RuntimeOptions TrainConfig::runtime() const {
-  RuntimeOptions out;
-  out.device = device;
-  out.threads = threads;
-  out.deterministic = deterministic;
-  return out;
-}
+RuntimeOptions TrainConfig::runtime() const { return options::subset_of<RuntimeOptions>(*this); }
 
 models::Seq2SeqOptions TrainConfig::model_options(std::int64_t source_vocab, std::int64_t target_vocab) const {
   models::AttentionConfig a;

@@ -279,8 +279,8 @@ TEST(CudaGraphTest, StepsMatchEagerStepsAndReplay) {
       models::Seq2Seq model(models::Seq2SeqOptions(40, 30).embed_size(12).hidden_size(16).layers(2).bidirectional(true));
       model->to(torch::kCUDA);
       training::FusedAdam adam(model->parameters(), torch::optim::AdamOptions(3e-3));
-      training::TrainStepOptions options;
-      options.average = average;
+      run::TrainConfig options;
+      options.loss_average = average;
       options.clip = 0.5;
       options.cuda_graphs = graphs;
       training::TrainStep step(*model, adam, options, torch::kCUDA);

@@ -109,5 +109,28 @@ TEST(TrainConfigTest, TableDrivesKeysAndResumeRules) {
   EXPECT_EQ(changes[1].to, "0.5");
 }
 
+// The runtime options a training hands to apply_runtime are the table's, every one of them
+// (runtime() once copied three by hand and left --float32-products, --panel-products and
+// --no-step-teams behind), and a follower rank's own runtime goes back into rank 0's configuration.
+TEST(TrainConfigTest, RuntimeOptionsAreTheTablesSubsetBothWays) {
+  run::TrainConfig config;
+  config.device = "cuda:1";
+  config.threads = 3;
+  config.deterministic = true;
+  config.float32_products = models::Float32Products::kMkl;
+  config.panel_products = models::PanelProducts::kOff;
+  config.step_teams = false;
+  const run::RuntimeOptions runtime = config.runtime();
+  EXPECT_EQ(options::differences(runtime, run::RuntimeOptions{}).size(), options::option_count<run::RuntimeOptions>());
+  const Json whole = config.to_json(), part = options::to_json(runtime);
+  for (const auto& item : part.items()) EXPECT_EQ(item.value(), whole.at(item.key())) << item.key();
+  run::TrainConfig main_rank;
+  main_rank.hidden = 512;
+  options::assign_subset(main_rank, runtime);
+  EXPECT_EQ(main_rank.to_json()["panel_products"], "off");
+  EXPECT_EQ(main_rank.hidden, 512);
+  EXPECT_EQ(options::differences(main_rank.runtime(), runtime).size(), 0u);
+}
+
 }  // namespace
 }  // namespace luong

@@ -163,7 +163,7 @@ TEST(OverlappedBackwardTest, AStepWithSideThreadsComputesWhatTheStepWithoutThemD
       models::Seq2Seq model(models::Seq2SeqOptions(30, 40).embed_size(16).hidden_size(16).tie_embeddings(tied));
       model->to(torch::kDouble);
       torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.5));  // (Adam would magnify rounding)
-      training::TrainStepOptions options;
+      run::TrainConfig options;
       options.accumulate = 2;
       options.overlap_below_hidden = overlap ? 1024 : 0;
       training::TrainStep step(*model, sgd, options, torch::kCPU);

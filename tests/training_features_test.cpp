@@ -124,7 +124,7 @@ TEST(AccumulationTest, OneUpdateWithTheMeanGradient) {
     }
   }
   torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(1.0));
-  training::TrainStepOptions options;
+  run::TrainConfig options;
   options.clip = 0;
   options.accumulate = 2;
   training::TrainStep step(*model, sgd, options, torch::kCPU);

@@ -45,7 +45,7 @@ PaddedBatch pad_batch(const std::vector<const data::EncodedPair*>& rows, std::in
 
 // The steps themselves, on the stream `stream`.
 struct GraphSteps {
-  GraphSteps(models::Seq2SeqImpl& model_, FusedAdam& optimizer_, const CudaGraphStepOptions& options_,
+  GraphSteps(models::Seq2SeqImpl& model_, FusedAdam& optimizer_, const run::TrainConfig& options_,
              const torch::Device& device_)
       : model(model_),
         optimizer(optimizer_),
@@ -56,7 +56,7 @@ struct GraphSteps {
 
   models::Seq2SeqImpl& model;
   FusedAdam& optimizer;
-  CudaGraphStepOptions options;
+  run::TrainConfig options;
   torch::Device device;
   c10::cuda::CUDAStream stream;  ///< every step's work: a capture needs a stream other than the default
   std::vector<torch::Tensor> parameters;
@@ -91,7 +91,7 @@ struct GraphSteps {
     }
     const models::LossOutput loss = [&] {
       const models::PrecisionGuard precision(device, options.precision);
-      return model.padded_loss(src, src_lengths, dec_in, dec_tgt, {options.average, options.label_smoothing});
+      return model.padded_loss(src, src_lengths, dec_in, dec_tgt, {options.loss_average, options.label_smoothing});
     }();
     loss.loss.backward();
     if (first) {
@@ -167,7 +167,7 @@ struct GraphSteps {
   }
 
   torch::Tensor run(const std::vector<const data::EncodedPair*>& rows) {
-    const PaddedBatch batch = pad_batch(rows, options.padding);
+    const PaddedBatch batch = pad_batch(rows, options.cuda_graph_padding);
     if (data_pointers() != parameter_data) {
       // A parameter's storage moved (the GPU's recurrence gives each direction its own, at its
       // first step; a module's to() flattens them again): graphs hold the old addresses.
@@ -207,7 +207,7 @@ struct GraphSteps {
 // for it after.
 class StreamedGraphSteps final : public CudaGraphSteps {
  public:
-  StreamedGraphSteps(models::Seq2SeqImpl& model, FusedAdam& optimizer, const CudaGraphStepOptions& options,
+  StreamedGraphSteps(models::Seq2SeqImpl& model, FusedAdam& optimizer, const run::TrainConfig& options,
                      const torch::Device& device)
       : steps_(model, optimizer, options, device) {}
 
@@ -234,7 +234,7 @@ class StreamedGraphSteps final : public CudaGraphSteps {
 }  // namespace
 
 std::unique_ptr<CudaGraphSteps> make_cuda_graph_steps(models::Seq2SeqImpl& model, FusedAdam& optimizer,
-                                                      const CudaGraphStepOptions& options,
+                                                      const run::TrainConfig& options,
                                                       const torch::Device& device) {
   return std::make_unique<StreamedGraphSteps>(model, optimizer, options, device);
 }

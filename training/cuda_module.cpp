@@ -31,7 +31,7 @@ std::string CudaGraphSteps::unavailable(const torch::Device& device, const torch
 }
 
 std::unique_ptr<CudaGraphSteps> CudaGraphSteps::create(models::Seq2SeqImpl& model, FusedAdam& optimizer,
-                                                       const CudaGraphStepOptions& options,
+                                                       const run::TrainConfig& options,
                                                        const torch::Device& device) {
   return cuda_module().graph_steps(model, optimizer, options, device);
 }

@@ -41,7 +41,7 @@ torch::Tensor clip_gradient_norm(const std::vector<torch::Tensor>& parameters, d
   return clip.norm;
 }
 
-TrainStep::TrainStep(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const TrainStepOptions& options,
+TrainStep::TrainStep(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const run::TrainConfig& options,
                      const torch::Device& device, DataParallel* parallel)
     : model_(model),
       optimizer_(optimizer),
@@ -58,11 +58,7 @@ TrainStep::TrainStep(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimi
     std::fprintf(stderr, "luong: CUDA graphs off: %s\n", why_not.c_str());
     return;
   }
-  graphs_ = CudaGraphSteps::create(
-      model, *fused_adam_,
-      CudaGraphStepOptions{options.average, options.label_smoothing, options.clip, options.precision,
-                           options.cuda_graph_padding},
-      device);
+  graphs_ = CudaGraphSteps::create(model, *fused_adam_, options, device);
 }
 
 TrainStep::Result TrainStep::run(const std::vector<const data::EncodedPair*>& rows, bool interrupt, bool last) {
@@ -90,7 +86,7 @@ TrainStep::Result TrainStep::run_alone(const std::vector<const data::EncodedPair
   const data::Batch batch = data::make_batch(rows).to(device_);
   const models::LossOutput loss = [&] {
     const models::PrecisionGuard precision(device_, options_.precision);  // the forward only, as torch.autocast
-    return model_.loss(batch, {options_.average, options_.label_smoothing});
+    return model_.loss(batch, {options_.loss_average, options_.label_smoothing});
   }();
   Result result;
   result.interrupted = interrupt;
@@ -120,7 +116,7 @@ TrainStep::Result TrainStep::run_shard(const std::vector<const data::EncodedPair
     const data::Batch batch = data::make_batch(mine).to(device_);
     const models::LossOutput loss = [&] {
       const models::PrecisionGuard precision(device_, options_.precision);
-      return model_.weighted_loss(batch, models::step_weights(data::target_tokens_at_each_step(rows), options_.average),
+      return model_.weighted_loss(batch, models::step_weights(data::target_tokens_at_each_step(rows), options_.loss_average),
                                   options_.label_smoothing);
     }();
     local = loss.loss.detach().to(torch::kFloat64);

@@ -175,9 +175,7 @@ void open_session(Session& s, const run::TrainConfig& requested, bool resume, bo
     const std::string main_config = s.parallel->share("config.json", dump_json(s.config.to_json()));
     if (follower) {
       run::TrainConfig from_main = run::TrainConfig::from_json(parse_json(main_config, "rank 0's config"), "rank 0's config");
-      from_main.device = s.config.device;
-      from_main.threads = s.config.threads;
-      from_main.deterministic = s.config.deterministic;
+      options::assign_subset(from_main, s.config.runtime());  // its own device, threads and kernels
       s.scratch = std::make_unique<ScratchDirectory>();
       from_main.out = s.scratch->path();
       from_main.validate();
@@ -516,16 +514,7 @@ TrainResult train(const run::TrainConfig& requested, bool resume, const Distribu
   result.source_vocab = s.data.source_vocab->size();
   result.target_vocab = s.data.target_vocab->size();
   result.history = s.state.history;
-  TrainStepOptions step_options;
-  step_options.average = s.config.loss_average;
-  step_options.label_smoothing = s.config.label_smoothing;
-  step_options.clip = s.config.clip;
-  step_options.accumulate = s.config.accumulate;
-  step_options.precision = s.config.precision;
-  step_options.cuda_graphs = s.config.cuda_graphs;
-  step_options.cuda_graph_padding = s.config.cuda_graph_padding;
-  step_options.overlap_below_hidden = s.config.overlap_below_hidden;
-  TrainStep step(*s.model, *s.optimizer, step_options, s.runtime.device, s.parallel.get());
+  TrainStep step(*s.model, *s.optimizer, s.config, s.runtime.device, s.parallel.get());
   InterruptGuard interrupt_guard;
   const auto started = std::chrono::steady_clock::now();
   for (std::int64_t epoch = s.state.epoch + 1; epoch <= s.config.epochs; ++epoch) {

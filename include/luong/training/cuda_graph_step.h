@@ -22,17 +22,10 @@
 #include "luong/data_pipeline/dataset.h"
 #include "luong/models/precision.h"
 #include "luong/models/seq2seq.h"
+#include "luong/run/train_config.h"
 #include "luong/training/fused_adam.h"
 
 namespace luong::training {
-
-struct CudaGraphStepOptions {
-  models::LossAverage average = models::LossAverage::kToken;
-  double label_smoothing = 0.0;
-  double clip = 1.0;  ///< 0 = no clipping
-  models::Precision precision = models::Precision::kFloat32;
-  std::int64_t padding = 8;  ///< source and target lengths rounded up to a multiple of this
-};
 
 /// How many steps each way, over every CudaGraphSteps of the process (what the tests check).
 struct CudaGraphCounts {
@@ -49,7 +42,7 @@ class CudaGraphSteps {
 
   /// The CUDA module's graphs (cuda_module.h), the module loaded first where it is not yet.
   static std::unique_ptr<CudaGraphSteps> create(models::Seq2SeqImpl& model, FusedAdam& optimizer,
-                                                const CudaGraphStepOptions& options, const torch::Device& device);
+                                                const run::TrainConfig& options, const torch::Device& device);
 
   CudaGraphSteps() = default;
   virtual ~CudaGraphSteps() = default;

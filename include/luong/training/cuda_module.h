@@ -17,7 +17,7 @@ namespace luong::training {
 
 struct CudaModule {
   std::unique_ptr<CudaGraphSteps> (*graph_steps)(models::Seq2SeqImpl& model, FusedAdam& optimizer,
-                                                 const CudaGraphStepOptions& options, const torch::Device& device);
+                                                 const run::TrainConfig& options, const torch::Device& device);
   CudaGraphCounts (*graph_counts)();
   /// A process group of `size` ranks over NCCL, meeting through `store`.
   c10::intrusive_ptr<c10d::Backend> (*nccl_group)(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
@@ -34,7 +34,7 @@ const CudaModule& cuda_module();
 // The module's own functions: defined in libluong_cuda.so only, so everything else calls them
 // through the table (the commands module links with --no-undefined, which holds it to that).
 std::unique_ptr<CudaGraphSteps> make_cuda_graph_steps(models::Seq2SeqImpl& model, FusedAdam& optimizer,
-                                                      const CudaGraphStepOptions& options, const torch::Device& device);
+                                                      const run::TrainConfig& options, const torch::Device& device);
 CudaGraphCounts count_cuda_graph_steps();
 c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                                   std::chrono::milliseconds timeout);

@@ -10,6 +10,7 @@
 #include "luong/data_pipeline/dataset.h"
 #include "luong/models/precision.h"
 #include "luong/models/seq2seq.h"
+#include "luong/run/train_config.h"
 #include "luong/training/cuda_graph_step.h"
 #include "luong/training/data_parallel.h"
 #include "luong/training/fused_adam.h"
@@ -28,28 +29,17 @@ GradientClip gradient_clip(const std::vector<torch::Tensor>& parameters, double 
 /// With FusedAdam, TrainStep folds the scaling into the optimizer's pass instead (step_scaled).
 torch::Tensor clip_gradient_norm(const std::vector<torch::Tensor>& parameters, double max_norm);
 
-struct TrainStepOptions {
-  models::LossAverage average = models::LossAverage::kToken;
-  double label_smoothing = 0.0;
-  double clip = 1.0;           ///< 0 = no clipping
-  std::int64_t accumulate = 1;  ///< batches per update (single process only)
-  models::Precision precision = models::Precision::kFloat32;  ///< of the forward's products (backward follows)
-  /// On a GPU, whole steps as CUDA graphs (cuda_graph_step.h) where they can run: one process,
-  /// no accumulation, Adam, no deterministic algorithms.
-  bool cuda_graphs = true;
-  std::int64_t cuda_graph_padding = 8;  ///< lengths rounded up to a multiple of this for the graphs
-  /// On the CPU (one process), fused models whose hidden size is below this run the backward pass on
-  /// one thread and lend the others to the work it hands out, the output layer's weight gradient
-  /// behind the recurrences' blocks (util/side_tasks.h); at and above it every piece of work is
-  /// split over all threads, as a step's inline products then need them (the threshold is where
-  /// paired runs cross over: docs/PERFORMANCE.md). 0 = never.
-  /// (--overlap-below-hidden)
-  std::int64_t overlap_below_hidden = 256;
-};
-
+/// A step reads the training options it needs from the run's own table (run::TrainConfig): the loss
+/// (loss_average, label_smoothing), clip, accumulate, precision, and how it runs: cuda_graphs and
+/// cuda_graph_padding on a GPU (whole steps as CUDA graphs, cuda_graph_step.h, where they can run:
+/// one process, no accumulation, Adam, no deterministic algorithms), overlap_below_hidden on the
+/// CPU (fused models of a smaller hidden size run the backward pass on one thread and lend the
+/// others to the work it hands out, the output layer's weight gradient behind the recurrences'
+/// blocks, util/side_tasks.h; at and above it every piece of work is split over all threads, as a
+/// step's inline products then need them; docs/PERFORMANCE.md has where paired runs cross over).
 class TrainStep {
  public:
-  TrainStep(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const TrainStepOptions& options,
+  TrainStep(models::Seq2SeqImpl& model, torch::optim::Optimizer& optimizer, const run::TrainConfig& options,
             const torch::Device& device, DataParallel* parallel = nullptr);
 
   struct Result {
@@ -65,7 +55,7 @@ class TrainStep {
 
   /// Whether steps run as CUDA graphs.
   bool uses_cuda_graphs() const { return graphs_ != nullptr; }
-  /// Whether the backward pass runs with side threads (TrainStepOptions::overlap_below_hidden): on
+  /// Whether the backward pass runs with side threads (overlap_below_hidden): on
   /// the fused kernels only, which hand work out (LibTorch's own operations would run on one
   /// thread: --unfused would run slower). With one intra-op thread there are none, and it runs alone.
   bool overlaps_backward() const { return overlap_ && model_.options.fused(); }
@@ -78,7 +68,7 @@ class TrainStep {
   models::Seq2SeqImpl& model_;
   torch::optim::Optimizer& optimizer_;
   FusedAdam* fused_adam_;  ///< optimizer_ when it is one: clipping then rides in its pass
-  TrainStepOptions options_;
+  run::TrainConfig options_;
   torch::Device device_;
   DataParallel* parallel_;
   /// On a GPU the ranks' stop requests are read back once per this many steps, not every step.

@@ -11,8 +11,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -223,6 +225,46 @@ void update_from_json(Config& config, const Json& json, const std::string& origi
     });
     if (!known) throw Error(origin + ": unknown key '" + printable(key) + "'");
   }
+}
+
+/// Copies every option of `from` to the option of `to` with the same key and type; returns how many.
+template <typename From, typename To>
+std::size_t copy_by_key(const From& from, To& to) {
+  std::size_t copied = 0;
+  To::visit(to, [&](const Info& target, auto& member) {
+    From::visit(from, [&](const Info& source, const auto& value) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(member)>, std::decay_t<decltype(value)>>) {
+        if (std::strcmp(target.key, source.key) == 0) {
+          member = value;
+          ++copied;
+        }
+      }
+    });
+  });
+  return copied;
+}
+
+template <typename Config>
+std::size_t option_count() {
+  std::size_t count = 0;
+  const Config config{};
+  Config::visit(config, [&](const Info&, const auto&) { ++count; });
+  return count;
+}
+
+/// The options of a subset table (a command's runtime options, say) as a larger table holds them.
+/// Every option of `Subset` must be `Whole`'s too, by key and type.
+template <typename Subset, typename Whole>
+Subset subset_of(const Whole& whole) {
+  Subset part;
+  if (copy_by_key(whole, part) != option_count<Subset>()) throw std::logic_error("subset_of: a table is not a subset");
+  return part;
+}
+
+/// Sets `whole`'s options to those of the subset `part` (the reverse of subset_of).
+template <typename Whole, typename Subset>
+void assign_subset(Whole& whole, const Subset& part) {
+  if (copy_by_key(part, whole) != option_count<Subset>()) throw std::logic_error("assign_subset: a table is not a subset");
 }
 
 /// Throws luong::Error("<name of the option>: <value> is outside <range>") for the first number
