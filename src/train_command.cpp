@@ -38,6 +38,7 @@ int train_command(int argc, char** argv) {
     config = run::TrainConfig::load(result["config"].as<std::string>());
   }
   apply_flags(result, config);
+  distributed.given_options = given_keys(result, config);
   const training::TrainResult trained = training::train(config, resume, distributed, flag_given(result, "overwrite"));
   if (trained.interrupted) return 130;
   if (!follower) std::cerr << "luong train: done; model in " << config.out << "/model.pt" << std::endl;

@@ -220,7 +220,20 @@ TEST(DataParallelTest, RendezvousMistakesAreClearErrors) {
     EXPECT_EQ(bad.wait(std::chrono::seconds(60)), 2) << bad.output();
     EXPECT_NE(bad.output().find("--rank 2 is outside the world of 2 ranks"), std::string::npos) << bad.output();
   }
-  for (const char* run : {"a", "b", "c", "d"}) EXPECT_FALSE(fs::exists(out + "/" + run + "/checkpoint")) << run;
+  {  // a rank started with another training option (it would have trained rank 0's model silently)
+    const int port = free_port();
+    test::Subprocess rank0(kRun + "--out " + out + "/e" + rank_flags(0, 2, port), out + ".e0.log");
+    test::Subprocess rank1(kRun + "--cell lstm --out " + out + "/e" + rank_flags(1, 2, port), out + ".e1.log");
+    EXPECT_EQ(rank0.wait(std::chrono::seconds(60)), 2) << rank0.output();
+    EXPECT_EQ(rank1.wait(std::chrono::seconds(60)), 2) << rank1.output();
+    EXPECT_NE(rank1.output().find("rank 1 of 2: this rank was started with --cell lstm, rank 0 with gru"),
+              std::string::npos)
+        << rank1.output();
+    EXPECT_NE(rank0.output().find("1 other rank(s) were started with training options other than rank 0's"),
+              std::string::npos)
+        << rank0.output();
+  }
+  for (const char* run : {"a", "b", "c", "d", "e"}) EXPECT_FALSE(fs::exists(out + "/" + run + "/checkpoint")) << run;
 }
 
 // 2 ranks with dropout, two epochs straight through, and one epoch then --resume: the same bits.

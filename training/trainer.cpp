@@ -152,6 +152,39 @@ struct Session {
   Checkpointer checkpointer() const { return Checkpointer(paths, config.average_last); }
 };
 
+// The first option a follower's command line gave with another value than rank 0's configuration
+// ("--hidden 64, rank 0 with 32"), or empty. Runtime options are each rank's own, and the corpus and
+// the run directory are paths, which may differ between hosts (the corpus's content is compared
+// once it is read: check_ranks_read_one_corpus).
+std::string option_against_main(const run::TrainConfig& requested, const run::TrainConfig& main,
+                                const std::vector<std::string>& given) {
+  std::vector<std::string> own = {"data", "out"};
+  const run::RuntimeOptions runtime;
+  run::RuntimeOptions::visit(runtime, [&](const options::Info& info, const auto&) { own.push_back(info.key); });
+  const auto contains = [](const std::vector<std::string>& keys, const char* key) {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  };
+  for (const options::Change& change : options::differences(main, requested)) {
+    if (!contains(given, change.info->key) || contains(own, change.info->key)) continue;
+    return flag_of(*change.info) + " " + printable(change.to) + ", rank 0 with " + printable(change.from);
+  }
+  return "";
+}
+
+// Every rank learns whether any was started with other training options than rank 0's, and all
+// stop if one was: a follower takes rank 0's configuration, and would otherwise train rank 0's
+// model under a command line that says another.
+void check_ranks_agree_on_options(const Session& s, const std::string& mine) {
+  const double differing = s.parallel->sum({mine.empty() ? 0.0 : 1.0})[0];
+  if (differing == 0) return;
+  const std::string me = "rank " + std::to_string(s.parallel->rank()) + " of " + std::to_string(s.parallel->world_size());
+  if (!mine.empty()) {
+    throw Error(me + ": this rank was started with " + mine + " (every rank must be started with the same training options)");
+  }
+  throw Error(me + ": " + std::to_string(static_cast<int>(differing)) +
+              " other rank(s) were started with training options other than rank 0's (each names its own)");
+}
+
 // The runtime, the rendezvous (rank 0's configuration is the run's: the others keep only their
 // runtime options and a scratch directory) and the run directory's lock.
 void open_session(Session& s, const run::TrainConfig& requested, bool resume, bool overwrite,
@@ -173,8 +206,9 @@ void open_session(Session& s, const run::TrainConfig& requested, bool resume, bo
   if (distributed.enabled()) {
     s.parallel = std::make_unique<DataParallel>(distributed, s.runtime.device);
     const std::string main_config = s.parallel->share("config.json", dump_json(s.config.to_json()));
+    run::TrainConfig from_main = run::TrainConfig::from_json(parse_json(main_config, "rank 0's config"), "rank 0's config");
+    check_ranks_agree_on_options(s, follower ? option_against_main(requested, from_main, distributed.given_options) : "");
     if (follower) {
-      run::TrainConfig from_main = run::TrainConfig::from_json(parse_json(main_config, "rank 0's config"), "rank 0's config");
       options::assign_subset(from_main, s.config.runtime());  // its own device, threads and kernels
       s.scratch = std::make_unique<ScratchDirectory>();
       from_main.out = s.scratch->path();

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "luong/util/error.h"
 #include "luong/util/options.h"
@@ -41,6 +42,16 @@ void add_flags(cxxopts::Options& parser, const Config& defaults) {
 /// Whether the bool flag `name` was given and not given as false (`--resume=false`).
 inline bool flag_given(const cxxopts::ParseResult& result, const std::string& name) {
   return result.count(name) > 0 && result[name].as<bool>();
+}
+
+/// The config.json keys of the options of `config`'s table that `result` gave a flag for.
+template <typename Config>
+std::vector<std::string> given_keys(const cxxopts::ParseResult& result, const Config& config) {
+  std::vector<std::string> keys;
+  Config::visit(config, [&](const options::Info& info, const auto&) {
+    if (info.flag[0] != '\0' && result.count(info.flag) > 0) keys.push_back(info.key);
+  });
+  return keys;
 }
 
 /// Writes every flag given in `result` into `config`, checking enum names and ranges; throws

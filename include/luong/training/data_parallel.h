@@ -55,6 +55,9 @@ struct DistributedOptions {
   /// Processes on this machine (torchrun's LOCAL_WORLD_SIZE); they share its cores.
   int local_world_size = 1;
   int local_rank = 0;
+  /// The training options a rank's command line gave (config.json keys): a rank other than 0 that
+  /// gave one with another value than rank 0's is refused.
+  std::vector<std::string> given_options;
 
   /// A data-parallel job: more than one rank (a single rank runs without collectives).
   bool enabled() const { return world_size > 1; }
