@@ -177,7 +177,7 @@ std::string option_against_main(const run::TrainConfig& requested, const run::Tr
 void check_ranks_agree_on_options(const Session& s, const std::string& mine) {
   const double differing = s.parallel->sum({mine.empty() ? 0.0 : 1.0})[0];
   if (differing == 0) return;
-  const std::string me = "rank " + std::to_string(s.parallel->rank()) + " of " + std::to_string(s.parallel->world_size());
+  const std::string me = s.parallel->me();
   if (!mine.empty()) {
     throw Error(me + ": this rank was started with " + mine + " (every rank must be started with the same training options)");
   }
@@ -271,11 +271,11 @@ void check_ranks_read_one_corpus(Session& s) {
   const double differing = s.parallel->sum({main_corpus == mine ? 0.0 : 1.0})[0];
   if (differing == 0) return;
   if (s.is_main()) {
-    throw Error("rank 0 of " + std::to_string(s.parallel->world_size()) + ": " + std::to_string(static_cast<int>(differing)) +
+    throw Error(s.parallel->me() + ": " + std::to_string(static_cast<int>(differing)) +
                 " other rank(s) read a corpus different from rank 0's " + printable(s.config.data) +
                 " (every rank must read the same corpus)");
   }
-  throw Error("rank " + std::to_string(s.parallel->rank()) + " of " + std::to_string(s.parallel->world_size()) +
+  throw Error(s.parallel->me() +
               ": this rank's corpus " + printable(s.config.data) + " differs from rank 0's (" + mine + " against " +
               printable(main_corpus) + "; every rank must read the same corpus)");
 }

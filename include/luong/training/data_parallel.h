@@ -81,6 +81,8 @@ class DataParallel {
   int rank() const { return options_.rank; }
   int world_size() const { return options_.world_size; }
   bool is_main() const { return options_.rank == 0; }
+  /// "rank R of N", as this rank's messages begin.
+  std::string me() const;
 
   /// Overwrites every rank's `parameters` with rank 0's.
   void broadcast_parameters(const std::vector<torch::Tensor>& parameters);
@@ -112,7 +114,6 @@ class DataParallel {
   void check_main_world_size();
   void connect_group();
   std::string endpoint() const;  ///< rank 0's address:port
-  std::string me() const;        ///< "rank R of N"
   void build_buckets(const std::vector<torch::Tensor>& parameters);
   std::string describe_failure(const std::string& during, const std::string& what) const;
 
